@@ -1,0 +1,405 @@
+"""Workload specs: what to run, with which contents, under which contract.
+
+One TOML file per workload (workloads/specs/*.toml). Every field is checked
+when the spec is loaded; an unknown field is an error, so a typo such as
+`contrat = "atomic"` cannot silently leave a workload unjudged. A problem is
+raised as SpecError, whose str() is one line, "<file>: <field>: <problem>",
+which the CLI prints before exiting 2.
+
+Fields:
+
+name         required. The workload's name: [a-z0-9][a-z0-9_-]*. It starts
+             every case id, so it must be unique among the specs of a
+             directory.
+description  required. Non-empty one-line string: what the workload does.
+command      required. Non-empty list of strings, the argv to run. The
+             placeholders {bin} (workloads/bin of this tree), {target} (the
+             file to replace), {new} (a file holding the new content) and
+             {strategy} are replaced inside any element; any other brace is
+             an error. {target} must appear; {strategy} must appear exactly
+             when `strategies` is given.
+strategies   optional. Non-empty list of distinct names ([a-z0-9][a-z0-9_-]*),
+             e.g. ["stdio", "direct", "sync", "mmap"]; one case family each.
+contract     "atomic" or "in-place" (crash-model.md, "Contracts and verdicts").
+check        or, instead of contract: a checker argv (non-empty list of
+             strings, same placeholders as command) run in each state's
+             directory; exit 0 means acceptable. Exactly one of contract and
+             check must be given; Spec.contract is then "check".
+sizes        required. Non-empty list of distinct integers in 0..64 MiB: the
+             sizes of the new content, one case family each.
+old          "payload" (default): the target starts with an old payload;
+             "absent": the target does not exist before the run.
+timeout      seconds per run, a number in (0, 600], default 10.
+teaches      buggy variants: one line naming the variant's defect and the
+             rule it breaks; required when `expect` is given, shown in the
+             report next to the verdict that caught it.
+fixed_by     buggy variants: the name of the correct workload's spec that
+             does the same job right (the report diffs the two programs).
+             load_all() checks it names a spec of the same directory that
+             has no `expect` itself.
+expect       buggy variants only: list of tables, each one finding the sweep
+             must produce (all must be met; a variant no longer caught is a
+             failure of the suite). Fields of a table:
+               verdict   required: one of FINDINGS (every verdict but ok,
+                         skipped and harness-error, which catch nothing)
+               kind      optional: baseline eintr short enospc eio crash
+                         powerloss
+               model     optional: posix or ext4-ordered
+               strategy  optional: one of the spec's strategies
+               size      optional: one of the spec's sizes
+               call      optional: a traced call coordinate, "fsync#1"
+                         (also "write#2+"), as in case ids
+             An entry applies to a case when every field it gives equals the
+             case's (Expect.applies).
+
+In error messages, expect[1] is the first [[expect]] table.
+"""
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .oracle import FINDINGS, KINDS, MODELS
+
+MAX_SIZE = 64 << 20
+MAX_TIMEOUT = 600
+
+PLACEHOLDERS = ("bin", "target", "new", "strategy")
+CONTRACTS = ("atomic", "in-place")
+OLD_STATES = ("payload", "absent")
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+_CALL = re.compile(r"[a-z_][a-z0-9_]*#[1-9][0-9]*\+?\Z")
+_BRACE = re.compile(r"\{([^{}]*)\}")
+_TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
+
+FIELDS = ("name", "description", "command", "strategies", "contract", "check",
+          "sizes", "old", "timeout", "teaches", "fixed_by", "expect")
+EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call")
+
+
+class SpecError(Exception):
+    """A bad spec: path (the file, or the directory for load_all), field
+    (dotted, e.g. "expect[2].kind"; None when the whole file is at fault)
+    and problem, all on one line."""
+
+    def __init__(self, path, field, problem):
+        self.path = Path(path)
+        self.field = field
+        self.problem = " ".join(str(problem).split())
+        super().__init__(str(self))
+
+    def __str__(self):
+        if self.field:
+            return f"{self.path}: {self.field}: {self.problem}"
+        return f"{self.path}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """One finding a buggy variant must produce."""
+    verdict: str
+    kind: str | None = None
+    model: str | None = None
+    strategy: str | None = None
+    size: int | None = None
+    call: str | None = None     # "fsync#1": the case's call coordinate
+
+    def applies(self, *, kind=None, model=None, strategy=None, size=None, call=None):
+        """True when every coordinate this entry restricts equals the case's."""
+        case = {"kind": kind, "model": model, "strategy": strategy,
+                "size": size, "call": call}
+        return all(getattr(self, k) is None or getattr(self, k) == v
+                   for k, v in case.items())
+
+    def describe(self):
+        """"not-durable (kind=powerloss, strategy=stdio)" for reports."""
+        where = ", ".join(f"{k}={getattr(self, k)}" for k in EXPECT_FIELDS[1:]
+                          if getattr(self, k) is not None)
+        return f"{self.verdict} ({where})" if where else self.verdict
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    name: str
+    description: str
+    command: tuple              # argv with placeholders
+    strategies: tuple           # () when the workload has none
+    contract: str               # "atomic", "in-place" or "check"
+    check: tuple | None         # checker argv when contract == "check"
+    sizes: tuple
+    old: str                    # "payload" or "absent"
+    timeout: float              # seconds per run
+    expect: tuple = ()          # Expect entries; () for correct workloads
+    teaches: str | None = None
+    fixed_by: str | None = None
+
+    @property
+    def buggy(self):
+        return bool(self.expect)
+
+    def _substitute(self, argv, bin, target, new, strategy):
+        if self.strategies:
+            if strategy not in self.strategies:
+                raise ValueError(f"{self.name}: strategy {strategy!r} is not one of "
+                                 f"{', '.join(self.strategies)}")
+        elif strategy is not None:
+            raise ValueError(f"{self.name}: has no strategies, got {strategy!r}")
+        values = {"bin": str(bin), "target": str(target), "new": str(new),
+                  "strategy": strategy}
+        return [_BRACE.sub(lambda m: values[m.group(1)], arg) for arg in argv]
+
+    def argv(self, bin, target, new, strategy=None):
+        """The command with its placeholders replaced."""
+        return self._substitute(self.command, bin, target, new, strategy)
+
+    def check_argv(self, bin, target, new, strategy=None):
+        """The checker command with its placeholders replaced."""
+        if self.check is None:
+            raise ValueError(f"{self.name}: contract is {self.contract}, not a checker")
+        return self._substitute(self.check, bin, target, new, strategy)
+
+
+def _type_name(value):
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+class _Checker:
+    """Field checks for one file; every failure names the file and field."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def fail(self, field, problem):
+        raise SpecError(self.path, field, problem)
+
+    def string(self, field, value):
+        if not isinstance(value, str):
+            self.fail(field, f"expected a string, got {_type_name(value)}")
+        if not value.strip():
+            self.fail(field, "must not be empty")
+        if "\n" in value:
+            self.fail(field, "must be one line")
+        return value
+
+    def identifier(self, field, value):
+        self.string(field, value)
+        if not _NAME.match(value):
+            self.fail(field, f"{value!r} is not a name: use lowercase letters, digits, "
+                             "'-' and '_', starting with a letter or digit")
+        return value
+
+    def choice(self, field, value, choices):
+        if not isinstance(value, str) or value not in choices:
+            self.fail(field, f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    def string_list(self, field, value):
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list of strings, got {_type_name(value)}")
+        if not value:
+            self.fail(field, "must not be empty")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                self.fail(field, f"element {i + 1} is {_type_name(item)}, expected a string")
+        return tuple(value)
+
+    def argv(self, field, value, strategies):
+        argv = self.string_list(field, value)
+        if not argv[0]:
+            self.fail(field, "the program (first element) must not be empty")
+        used = set()
+        for arg in argv:
+            used.update(_BRACE.findall(arg))
+            leftover = _BRACE.sub("", arg)
+            if "{" in leftover or "}" in leftover:
+                self.fail(field, f"unbalanced brace in {arg!r}")
+        unknown = sorted(used - set(PLACEHOLDERS))
+        if unknown:
+            self.fail(field, f"unknown placeholder {{{unknown[0]}}}; known: "
+                             + " ".join(f"{{{p}}}" for p in PLACEHOLDERS))
+        if "strategy" in used and not strategies:
+            self.fail(field, "uses {strategy} but the spec gives no strategies")
+        return argv, used
+
+    def integer(self, field, value, lo, hi):
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(field, f"expected an integer, got {_type_name(value)}")
+        if not lo <= value <= hi:
+            self.fail(field, f"{value} is out of range {lo}..{hi}")
+        return value
+
+
+def _parse(path, data):
+    c = _Checker(path)
+    unknown = [k for k in data if k not in FIELDS]
+    if unknown:
+        c.fail(unknown[0], f"unknown field (known: {', '.join(FIELDS)})")
+    for req in ("name", "description", "command", "sizes"):
+        if req not in data:
+            c.fail(req, "missing (required)")
+
+    name = c.identifier("name", data["name"])
+    description = c.string("description", data["description"])
+
+    strategies = ()
+    if "strategies" in data:
+        strategies = c.string_list("strategies", data["strategies"])
+        for s in strategies:
+            c.identifier("strategies", s)
+        dup = [s for i, s in enumerate(strategies) if s in strategies[:i]]
+        if dup:
+            c.fail("strategies", f"{dup[0]!r} is given twice")
+
+    command, used = c.argv("command", data["command"], strategies)
+    if "target" not in used:
+        c.fail("command", "must pass {target} to the program")
+    if strategies and "strategy" not in used:
+        c.fail("command", "gives strategies but never passes {strategy} to the program")
+
+    if ("contract" in data) == ("check" in data):
+        c.fail("contract", "give exactly one of contract (atomic, in-place) and check "
+                           "(a checker command)")
+    check = None
+    if "contract" in data:
+        contract = c.choice("contract", data["contract"], CONTRACTS)
+    else:
+        contract = "check"
+        check, _ = c.argv("check", data["check"], strategies)
+
+    raw_sizes = data["sizes"]
+    if not isinstance(raw_sizes, list):
+        c.fail("sizes", f"expected a list of integers, got {_type_name(raw_sizes)}")
+    if not raw_sizes:
+        c.fail("sizes", "must not be empty")
+    for v in raw_sizes:
+        c.integer("sizes", v, 0, MAX_SIZE)
+    dup = [v for i, v in enumerate(raw_sizes) if v in raw_sizes[:i]]
+    if dup:
+        c.fail("sizes", f"{dup[0]} is given twice")
+    sizes = tuple(raw_sizes)
+
+    old = c.choice("old", data.get("old", "payload"), OLD_STATES)
+
+    timeout = data.get("timeout", 10)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        c.fail("timeout", f"expected a number of seconds, got {_type_name(timeout)}")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        c.fail("timeout", f"{timeout} is not in (0, {MAX_TIMEOUT}] seconds")
+
+    expect = []
+    raw_expect = data.get("expect", [])
+    if not isinstance(raw_expect, list) or not all(isinstance(e, dict) for e in raw_expect):
+        c.fail("expect", "expected [[expect]] tables")
+    if "expect" in data and not raw_expect:
+        c.fail("expect", "must not be empty (omit it for a correct workload)")
+    for i, entry in enumerate(raw_expect, 1):
+        expect.append(_parse_expect(c, f"expect[{i}]", entry, strategies, sizes))
+
+    teaches = fixed_by = None
+    if "teaches" in data:
+        teaches = c.string("teaches", data["teaches"])
+    if "fixed_by" in data:
+        fixed_by = c.identifier("fixed_by", data["fixed_by"])
+        if fixed_by == name:
+            c.fail("fixed_by", "names the spec itself")
+    if expect and teaches is None:
+        c.fail("teaches", "missing: a buggy variant (one with expect) must say "
+                          "what defect it teaches")
+    for fld in ("teaches", "fixed_by"):
+        if fld in data and not expect:
+            c.fail(fld, "only for buggy variants (specs with [[expect]])")
+
+    return Spec(path=Path(path), name=name, description=description, command=command,
+                strategies=strategies, contract=contract, check=check, sizes=sizes,
+                old=old, timeout=float(timeout), expect=tuple(expect),
+                teaches=teaches, fixed_by=fixed_by)
+
+
+def _parse_expect(c, where, entry, strategies, sizes):
+    unknown = [k for k in entry if k not in EXPECT_FIELDS]
+    if unknown:
+        c.fail(f"{where}.{unknown[0]}",
+               f"unknown field (known: {', '.join(EXPECT_FIELDS)})")
+    if "verdict" not in entry:
+        c.fail(f"{where}.verdict", "missing (required)")
+    verdict = c.choice(f"{where}.verdict", entry["verdict"], FINDINGS)
+    kind = model = strategy = size = call = None
+    if "kind" in entry:
+        kind = c.choice(f"{where}.kind", entry["kind"], KINDS)
+    if "model" in entry:
+        model = c.choice(f"{where}.model", entry["model"], MODELS)
+    if "strategy" in entry:
+        if not strategies:
+            c.fail(f"{where}.strategy", "the spec has no strategies")
+        strategy = c.choice(f"{where}.strategy", entry["strategy"], strategies)
+    if "size" in entry:
+        size = entry["size"]
+        if isinstance(size, bool) or not isinstance(size, int) or size not in sizes:
+            c.fail(f"{where}.size", f"{size!r} is not one of the spec's sizes "
+                                    f"({', '.join(map(str, sizes))})")
+    if "call" in entry:
+        call = c.string(f"{where}.call", entry["call"])
+        if not _CALL.match(call):
+            c.fail(f"{where}.call", f"{call!r} is not a call coordinate like 'fsync#1'")
+    return Expect(verdict=verdict, kind=kind, model=model, strategy=strategy,
+                  size=size, call=call)
+
+
+def load(path):
+    """Read and validate one spec file; SpecError on any problem."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise SpecError(path, None, f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(path, None, f"not UTF-8 text (byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = _TOML_POS.search(msg)
+        if m:
+            msg = _TOML_POS.sub("", msg)
+            raise SpecError(path, f"line {m.group(1)}",
+                            f"bad TOML: {msg} (column {m.group(2)})") from None
+        if _TOML_EOF.search(msg):
+            raise SpecError(path, "end of file",
+                            f"bad TOML: {_TOML_EOF.sub('', msg)}") from None
+        raise SpecError(path, None, f"bad TOML: {msg}") from None
+    return _parse(path, data)
+
+
+def load_all(directory):
+    """Every *.toml spec of a directory, sorted by file name.
+
+    Besides each file's own checks: names are unique, and every fixed_by
+    names a correct workload of the same directory.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise SpecError(directory, None, "not a directory")
+    paths = sorted(directory.glob("*.toml"))
+    if not paths:
+        raise SpecError(directory, None, "holds no *.toml specs")
+    specs = [load(p) for p in paths]
+    by_name = {}
+    for s in specs:
+        if s.name in by_name:
+            raise SpecError(s.path, "name", f"{s.name!r} is already the name of "
+                                            f"{by_name[s.name].path.name}")
+        by_name[s.name] = s
+    for s in specs:
+        if s.fixed_by is None:
+            continue
+        fixed = by_name.get(s.fixed_by)
+        if fixed is None:
+            raise SpecError(s.path, "fixed_by", f"no spec named {s.fixed_by!r} in {directory}")
+        if fixed.expect:
+            raise SpecError(s.path, "fixed_by", f"{s.fixed_by!r} is itself a buggy variant")
+    return specs

@@ -1,0 +1,391 @@
+"""Tests of harness/oracle.py: every verdict from crafted outcomes, the
+priority between them, and explanations that name the fault and the fix."""
+
+import pathlib
+import signal
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E402
+from harness import oracle as O  # noqa: E402
+from harness import payload as P  # noqa: E402
+
+B = P.BLOCK
+SIZE = 4 * B
+OLD = P.make(SIZE + 4097, P.OLD)     # as the sweep builds them: old is longer
+NEW = P.make(SIZE, P.NEW)
+TORN = NEW[:2 * B] + bytes(B) + NEW[3 * B:]            # block 2 zeros
+MIXED = NEW[:2 * B] + OLD[2 * B:]                      # new head, old tail
+
+
+@dataclass
+class State:
+    """What the power-loss explorer hands the oracle (duck-typed)."""
+    label: str
+    target: bytes | None
+    claimed: bool = False
+    why: str = ""
+    rule: str = ""
+
+
+def outcome(**kw):
+    base = dict(contract="atomic", old=OLD, new=NEW, kind="baseline", status=0,
+                target=NEW, stderr="")
+    base.update(kw)
+    return O.Outcome(**base)
+
+
+def eio(**kw):
+    """fsync#1=EIO fired on the data path."""
+    base = dict(kind="eio", plan="fsync#1=EIO", fault_fired=True, fault_on_data_path=True,
+                status=1, target=OLD,
+                stderr="replace: fsync 'target.tmp': Input/output error\n")
+    base.update(kw)
+    return outcome(**base)
+
+
+def short(**kw):
+    base = dict(kind="short", plan="write#2=short", fault_fired=True, status=0)
+    base.update(kw)
+    return outcome(**base)
+
+
+def crash_state(target, claimed, label="after rename#1: durable only"):
+    return State(label=label, target=target, claimed=claimed,
+                 why="the rename persisted but the file's data did not",
+                 rule="fsync the temporary file before renaming it.")
+
+
+# (id, outcome, verdict, words the finding must hold, words the explanation must hold)
+CASES = [
+    ("ok-baseline", outcome(), "ok", [], []),
+    ("ok-eio-reported", eio(), "ok", [], []),
+    ("ok-enospc-absent-old-stays-absent",
+     eio(kind="enospc", plan="write#1+=ENOSPC", old=None, target=None,
+         stderr="replace: write 'target.tmp': No space left on device"), "ok", [], []),
+    ("ok-in-place-anything-after-failure",
+     eio(contract="in-place", target=TORN), "ok", [], []),
+    ("ok-planned-crash-old",
+     outcome(kind="crash", plan="rename#1=crash", fault_fired=True, status=None,
+             signal=9, harness_killed=True, target=OLD), "ok", [], []),
+    ("ok-short-write-handled", short(), "ok", [], []),
+    ("ok-hard-fault-off-data-path",
+     eio(status=0, target=NEW, fault_on_data_path=False), "ok", [], []),
+    ("ok-durable-states",
+     outcome(kind="powerloss", crash_states=[crash_state(OLD, False),
+                                             crash_state(NEW, True, "after exit")]),
+     "ok", [], []),
+
+    ("skipped-by-harness", outcome(skip="O_DIRECT unsupported on tmpfs", status=None),
+     "skipped", ["O_DIRECT unsupported on tmpfs"], ["cannot run here"]),
+    ("skipped-exit-77",
+     outcome(status=77, stderr="replace: open 'target': Invalid argument\n"
+                               "replace: O_DIRECT unsupported on this filesystem\n"),
+     "skipped", ["O_DIRECT unsupported on this filesystem"], ["cannot run here"]),
+
+    ("harness-error-never-fired",
+     eio(fault_fired=False, status=0, target=NEW), "harness-error",
+     ["planned fault fsync#1=EIO never fired"], ["fsync#1=EIO", "never a pass"]),
+    ("harness-error-baseline-fails",
+     outcome(status=1, target=OLD, stderr="replace: open 'target': Permission denied\n"),
+     "harness-error", ["exited 1 with no fault planned", "Permission denied"],
+     ["without any injected fault", "baseline"]),
+
+    ("hang", eio(kind="enospc", plan="write#1+=ENOSPC", timed_out=True, timeout=10,
+                 status=None, signal=9),
+     "hang", ["after 10s under write#1+=ENOSPC", "killed"],
+     ["10s", "full disk stays full", "retry only EINTR"]),
+
+    ("crashed", eio(status=None, signal=signal.SIGSEGV),
+     "crashed", ["SIGSEGV (signal 11) under fsync#1=EIO"],
+     ["SIGSEGV", "fsync#1 failing with EIO", "SANITIZE=address,undefined"]),
+    ("crashed-no-fault", outcome(status=None, signal=signal.SIGABRT),
+     "crashed", ["SIGABRT", "no fault planned"], ["in the program itself"]),
+
+    ("unreported-error-fsync",
+     eio(status=0, target=NEW, stderr=""), "unreported-error",
+     ["exited 0 after fsync#1=EIO", "Input/output error"],
+     ["fsync#1 failed with EIO (Input/output error)", "exited 0", "exit non-zero",
+      "Do not retry a failed fsync"]),
+    ("unreported-error-enospc-write",
+     eio(kind="enospc", plan="write#3+=ENOSPC", status=0, target=TORN), "unreported-error",
+     ["write#3 failed with ENOSPC (No space left on device)"],
+     ["write#3 failed with ENOSPC", "Check the result of every write"]),
+    ("unreported-error-silent-failure", eio(stderr=""), "unreported-error",
+     ["exited 1 after fsync#1=EIO without saying why (stderr is empty)"],
+     ["printed nothing", "strerror(errno)"]),
+    ("unreported-error-message-misses-errno",
+     eio(kind="enospc", plan="write#1+=ENOSPC", stderr="replace: write failed\n",
+         require_message=True),
+     "unreported-error", ["does not name the error", "No space left on device",
+                          "replace: write failed"],
+     ["write#1 failing with ENOSPC", "strerror(errno)"]),
+
+    ("lost-update-short-write",
+     short(target=NEW[:B + B // 2] + NEW[2 * B:]),
+     "lost-update",
+     ["exited 0 after write#2=short but expected the new content, found "
+      "block 0 new, block 1 new for 2048 bytes, then new 2048 bytes early, "
+      "blocks 2-3 new 2048 bytes early; 2048 bytes shorter than new"],
+     ["reported success", "write#2 wrote fewer bytes", "loop until every byte"]),
+    ("lost-update-old-kept", outcome(target=OLD), "lost-update",
+     ["exited 0 but expected the new content, found the old content"],
+     ["reported success", "silently lost"]),
+    ("lost-update-eintr-dropped",
+     outcome(kind="eintr", plan="write#1=EINTR", fault_fired=True, target=NEW[B:]),
+     "lost-update", ["after write#1=EINTR"], ["EINTR", "retry"]),
+
+    ("gave-up-on-eintr",
+     outcome(kind="eintr", plan="write#1=EINTR", fault_fired=True, status=1, target=OLD,
+             stderr="replace: write 'target.tmp': Interrupted system call\n"),
+     "gave-up-on-transient",
+     ["exited 1 after write#1=EINTR: replace: write 'target.tmp': Interrupted system call"],
+     ["write#1", "EINTR", "not an error", "Retry the call"]),
+    ("gave-up-on-short",
+     short(status=1, target=TORN, stderr="replace: short write to 'target'\n"),
+     "gave-up-on-transient",
+     ["exited 1 after write#2=short", "left torn: blocks 0-1 new, block 2 zeros"],
+     ["short write", "Loop until every byte is written"]),
+
+    ("torn-after-eio", eio(target=TORN), "torn",
+     ["exited 1 after fsync#1=EIO: expected old or new content, found blocks 0-1 new, "
+      "block 2 zeros, block 3 new"],
+     ["fsync#1 failing with EIO", "neither the old nor the new",
+      "temporary file", "rename", "fsync the directory"]),
+    ("torn-after-planned-crash",
+     outcome(kind="crash", plan="write#2=crash-after", fault_fired=True, status=None,
+             signal=9, harness_killed=True, target=MIXED),
+     "torn", ["was killed at write#2: expected old or new content, found blocks 0-1 new, "
+              "blocks 2-5 old; 4097 bytes longer than new"],
+     ["simulated crash at write#2", "temporary file"]),
+    ("torn-empty-target", eio(target=b""), "torn", ["found empty"], ["rename"]),
+    ("missing-after-eio", eio(target=None), "missing",
+     ["expected old or new content, found absent"],
+     ["target is gone", "fsync#1 failing with EIO", "rename() it over the target"]),
+
+    ("not-durable",
+     outcome(kind="powerloss", crash_states=[
+         crash_state(OLD, False, "after write#1: visible"),
+         crash_state(b"", True, "after exit: durable only"),
+         crash_state(NEW, True, "after exit: visible")]),
+     "not-durable",
+     ["crash state 'after exit: durable only': expected the new content, found empty"],
+     ["exited 0", "power cut", "the rename persisted but the file's data did not",
+      "fsync the temporary file before renaming it"]),
+    ("torn-crash-state-before-claim",
+     outcome(kind="powerloss", crash_states=[
+         crash_state(TORN, False, "after write#3: first 2 blocks"),
+         crash_state(None, False, "after unlink#1: durable only")]),
+     "torn",
+     ["crash state 'after write#3: first 2 blocks': expected old or new content, "
+      "found blocks 0-1 new, block 2 zeros, block 3 new", "(2 of 2 crash states fail)"],
+     ["power cut", "neither old nor new", "fsync the temporary file"]),
+    ("missing-crash-state",
+     outcome(kind="powerloss", crash_states=[
+         crash_state(None, False, "after unlink#1: durable only")]),
+     "missing", ["'after unlink#1: durable only'", "found absent"],
+     ["leaves the target absent", "fsync the temporary file"]),
+]
+
+
+@pytest.mark.parametrize("o, verdict, finding, explanation", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_verdict(o, verdict, finding, explanation):
+    v = O.judge(o)
+    assert v.verdict == verdict, v
+    for words in finding:
+        assert words in v.finding, (words, v.finding)
+    for words in explanation:
+        assert words in v.explanation, (words, v.explanation)
+    assert "\n" not in v.finding and "\n" not in v.explanation
+    if verdict == "ok":
+        assert v.ok and v.finding == "" and v.explanation == ""
+    else:
+        assert not v.ok and v.finding and v.explanation
+
+
+def test_every_verdict_is_reachable():
+    assert {c[2] for c in CASES} == set(O.VERDICTS)
+
+
+def test_findings_are_the_verdicts_that_catch_something():
+    assert set(O.FINDINGS) == set(O.VERDICTS) - {"ok", "skipped", "harness-error"}
+
+
+# --------------------------------------------------------------- priority
+
+def test_skip_beats_everything():
+    assert O.judge(eio(skip="needs root", timed_out=True)).verdict == "skipped"
+
+
+def test_exit_77_after_a_fired_fault_is_judged_not_skipped():
+    o = outcome(kind="eintr", plan="write#1=EINTR", fault_fired=True, status=77,
+                target=OLD, stderr="replace: O_DIRECT unsupported\n")
+    assert O.judge(o).verdict == "gave-up-on-transient"
+
+
+def test_unfired_fault_beats_hang_and_crash():
+    assert O.judge(eio(fault_fired=False, timed_out=True, status=None,
+                       signal=9)).verdict == "harness-error"
+    assert O.judge(eio(fault_fired=False, status=None, signal=11)).verdict == \
+        "harness-error"
+
+
+def test_hang_beats_crashed():
+    assert O.judge(eio(timed_out=True, status=None, signal=9)).verdict == "hang"
+
+
+def test_planned_crash_is_not_crashed():
+    o = outcome(kind="crash", plan="fsync#1=crash", fault_fired=True, status=None,
+                signal=9, harness_killed=True, target=OLD)
+    assert O.judge(o).verdict == "ok"
+    o.harness_killed = False
+    assert O.judge(o).verdict == "crashed"
+
+
+def test_unreported_error_beats_lost_update():
+    assert O.judge(eio(status=0, target=OLD)).verdict == "unreported-error"
+
+
+def test_lost_update_beats_not_durable():
+    o = outcome(target=OLD, crash_states=[crash_state(OLD, True)])
+    assert O.judge(o).verdict == "lost-update"
+
+
+def test_torn_beats_silent_failure():
+    assert O.judge(eio(stderr="", target=TORN)).verdict == "torn"
+
+
+def test_crash_states_come_before_silent_failure():
+    o = eio(stderr="", crash_states=[crash_state(TORN, False)])
+    assert O.judge(o).verdict == "torn"
+
+
+def test_claims_only_count_after_success():
+    # The explorer may mark after-exit states as claimed; a program that
+    # exited 1 claimed nothing, so old content there is fine.
+    o = eio(crash_states=[crash_state(OLD, True, "after exit: durable only")])
+    assert O.judge(o).verdict == "ok"
+
+
+def test_in_place_crash_states():
+    states = [crash_state(TORN, False), crash_state(TORN, True, "after exit")]
+    v = O.judge(outcome(contract="in-place", kind="powerloss", crash_states=states))
+    assert (v.verdict, v.state) == ("not-durable", "after exit")
+    v = O.judge(outcome(contract="in-place", kind="powerloss", crash_states=states[:1]))
+    assert v.verdict == "ok"
+
+
+def test_not_durable_without_rule_text_still_says_what_to_do():
+    o = outcome(kind="powerloss", crash_states=[
+        State("after exit: durable only", OLD, True, "the rename was not synced", "")])
+    v = O.judge(o)
+    assert v.verdict == "not-durable"
+    assert "Call fsync on the file before renaming it, and on the directory" in v.explanation
+
+
+def test_state_without_an_account_still_reads_well():
+    o = outcome(contract="in-place", kind="powerloss", crash_states=[
+        State("after exit: durable only", OLD, True, "", "")])
+    v = O.judge(o)
+    assert v.verdict == "not-durable"
+    assert "loses it. Call fsync (or fdatasync) on the file" in v.explanation
+    o = outcome(kind="powerloss", crash_states=[State("after write#1", TORN, False, "", "")])
+    v = O.judge(o)
+    assert v.verdict == "torn"
+    assert "leaves the target neither old nor new. Write a temporary file" in v.explanation
+
+
+def test_require_message_accepts_a_proper_message():
+    assert O.judge(eio(require_message=True)).verdict == "ok"
+
+
+# -------------------------------------------------------- checker contract
+
+def checked(check, **kw):
+    return outcome(contract="check", check=check, **kw)
+
+
+def test_checker_contract():
+    good_new = O.CheckResult(0, "", "new")
+    bad_new = O.CheckResult(1, "row count 0, expected 1\n", "new")
+    good_any = O.CheckResult(0, "", "old-or-new")
+    bad_any = O.CheckResult(3, "database disk image is malformed\n", "old-or-new")
+    assert O.judge(checked(good_new)).verdict == "ok"
+    v = O.judge(checked(bad_new))
+    assert v.verdict == "lost-update"
+    assert "checker exited 1: row count 0, expected 1" in v.finding
+    assert "the checker to accept the new state" in v.finding
+    assert O.judge(checked(good_any, kind="eio", plan="fsync#1=EIO", fault_fired=True,
+                           status=1, stderr="db: fsync: Input/output error")).verdict == "ok"
+    v = O.judge(checked(bad_any, kind="eio", plan="fsync#1=EIO", fault_fired=True,
+                        status=1, stderr="db: fsync: Input/output error"))
+    assert v.verdict == "torn" and "database disk image is malformed" in v.finding
+
+
+def test_checker_crash_states():
+    @dataclass
+    class CState(State):
+        check: O.CheckResult | None = None
+
+    states = [CState("after write#1", None, False, "w", "r", O.CheckResult(0, "", "old-or-new")),
+              CState("after exit", None, True, "w", "r", O.CheckResult(1, "empty", "new"))]
+    v = O.judge(checked(O.CheckResult(0, "", "new"), kind="powerloss", crash_states=states))
+    assert v.verdict == "not-durable" and "checker exited 1: empty" in v.finding
+
+
+def test_checker_contract_needs_consistent_results():
+    with pytest.raises(ValueError, match="without a checker"):
+        O.judge(checked(None))
+    with pytest.raises(ValueError, match="CRASHCHECK_EXPECT=old-or-new"):
+        O.judge(checked(O.CheckResult(0, "", "old-or-new")))
+
+
+# ------------------------------------------------------------------ misc
+
+def test_outcome_rejects_unknown_contract_and_kind():
+    with pytest.raises(ValueError, match="contract"):
+        outcome(contract="atomik")
+    with pytest.raises(ValueError, match="kind"):
+        outcome(kind="EIO")
+
+
+def test_outcome_needs_status_or_signal():
+    with pytest.raises(ValueError, match="exit status"):
+        O.judge(outcome(status=None))
+
+
+@pytest.mark.parametrize("plan, call, errno_name", [
+    ("fsync#1=EIO", "fsync#1", "EIO"),
+    ("write#2+=ENOSPC", "write#2", "ENOSPC"),
+    ("write(*.tmp)#3=EINTR", "write#3", "EINTR"),
+    ("rename#1=crash", "rename#1", None),
+    ("write#1=short:10;fsync#1=EIO", "write#1", "EIO"),
+])
+def test_plan_coordinates(plan, call, errno_name):
+    o = outcome(kind="crash", plan=plan)
+    assert o.call == call
+    assert o.errno_name == errno_name
+
+
+def test_strerror():
+    assert O.strerror("EIO") == "Input/output error"
+    assert O.strerror("ENOSPC") == "No space left on device"
+    assert O.strerror("EBOGUS") == "EBOGUS"
+
+
+@pytest.mark.parametrize("stderr, name, call, named", [
+    ("replace: fsync 'target.tmp': Input/output error", "EIO", None, True),
+    ("replace: fsync 'target.tmp': Input/output error", "EIO", "fsync#1", True),
+    ("replace: fsync 'target.tmp': Input/output error", "EIO", "rename", False),
+    ("replace: write 'target.tmp': input/output error", "EIO", "write", True),
+    ("replace: write failed (ENOSPC)", "ENOSPC", "write#2", True),
+    ("replace: write failed", "ENOSPC", None, False),
+    ("replace: write 'x': Input/output error", "ENOSPC", None, False),
+    ("", "EIO", None, False),
+    ("replace: fsyncing failed: Input/output error", "EIO", "fsync", False),
+])
+def test_stderr_names_failure(stderr, name, call, named):
+    assert O.stderr_names_failure(stderr, name, call) is named
