@@ -1,0 +1,105 @@
+#ifndef CRASHCHECK_CC_H
+#define CRASHCHECK_CC_H
+
+/*
+ * Internals of libcrashcheck.so shared by its source files: the state read
+ * from the environment, the record of one intercepted call, the recorder.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "plan.h"
+
+#define CC_PATH_MAX 4096
+
+/*
+ * The counters, in the CRASHCHECK_SHARED mapping when it is set so that a
+ * process tree counts calls in one sequence, else in process memory.
+ */
+struct cc_shared {
+	uint64_t magic;		/* CC_SHARED_MAGIC once set up */
+	uint64_t plan_hash;	/* hash of the plan the counters belong to */
+	uint64_t seq;		/* trace sequence numbers handed out */
+	uint64_t inits;		/* processes that started under this plan */
+	uint64_t calls[CALL__COUNT];		/* per call: calls made */
+	uint64_t rules[PLAN_MAX_RULES];		/* per glob rule: matching calls */
+};
+
+#define CC_SHARED_MAGIC 0x31766b6368637263ULL	/* "crchckv1" */
+
+struct cc_state {
+	struct plan plan;
+	const char *plan_text;	/* CRASHCHECK_PLAN, NULL = none */
+	const char *trace;	/* CRASHCHECK_TRACE, NULL = no trace */
+	const char *watch;	/* CRASHCHECK_WATCH, NULL = none */
+	size_t watch_len;
+	const char *snapdir;	/* CRASHCHECK_SNAPDIR, NULL = recorder off */
+	struct cc_shared *sh;	/* counters */
+	bool recorder;		/* trace and snapdir and watch all set */
+	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
+	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
+};
+
+extern struct cc_state cc;
+
+/* what the recorder snapshots after a call */
+#define SNAP_FILE 1	/* the file the call touched (fd or path) */
+#define SNAP_DIR 2	/* the WATCH listing */
+#define SNAP_ALL 4	/* every regular file in WATCH */
+
+/* One intercepted call, filled before and after it runs. */
+struct cc_rec {
+	int call;		/* enum call_id */
+	unsigned long n;	/* ordinal of this call among calls to it, 1-based */
+	int rule;		/* index of the rule that matched, -1 = none */
+	bool fired;		/* the rule's fault really happened */
+	int fd;			/* -1 = none */
+	char path[CC_PATH_MAX];	/* "" = unknown */
+	char path2[CC_PATH_MAX];	/* rename-like: the new name */
+	bool has_ino;
+	uint64_t ino;
+	bool is_dir;		/* fd or path is a directory */
+	bool is_reg;		/* fd or path is a regular file */
+	bool has_off, has_len;
+	long long off, len;	/* file offset and bytes, where they apply */
+	int oflags;		/* open(2) flags, -1 = none */
+	int msflags;		/* msync flags, -1 = none */
+	int mapflags;		/* mmap flags, -1 = none */
+	unsigned renflags;	/* renameat2 flags */
+	long long ret;
+	int err;		/* errno after a failed call, else 0 */
+	int snap;		/* SNAP_* */
+	int snap_fd;		/* read-only fd of the touched file, -1 = by path */
+};
+
+/* raw system calls: the library's own I/O is never intercepted or counted */
+long cc_sys_open(const char *path, int flags, int mode);
+long cc_sys_close(int fd);
+long cc_sys_write_all(int fd, const void *buf, size_t len);
+long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size);
+long cc_sys_stat_ino(const char *path, uint64_t *ino, int *mode, long long *size);
+void cc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* path of fd via /proc/self/fd; "" when it has none */
+void cc_fd_path(int fd, char *buf, size_t size);
+/* PATH made absolute against DIRFD (AT_FDCWD = the cwd) */
+void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
+/* the O_DIRECT alignment of fd */
+unsigned cc_dio_align(int fd);
+
+/* 64-bit BLAKE2b of BUF (hashlib.blake2b(digest_size=8) computes the same) */
+uint64_t cc_hash(const void *buf, size_t len);
+
+/* PATH lies in the WATCH directory (or below it) */
+bool cc_under_watch(const char *path);
+
+/* the trace */
+void cc_trace_init(void);
+void cc_trace_call(struct cc_rec *r);
+void cc_trace_crash(const struct cc_rec *r, const char *when);
+
+#endif

@@ -1,0 +1,671 @@
+/*
+ * The recorder of libcrashcheck.so: raw system-call helpers, the content
+ * hash, the snapshots of the WATCH directory and the trace lines.
+ *
+ * Everything here talks to the kernel through syscall(2) so that none of it
+ * passes through the interposed functions (ours or libfiu's): the trace must
+ * not count itself, and a planned fault must never hit the recorder.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cc.h"
+
+long cc_sys_open(const char *path, int flags, int mode)
+{
+	return syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+long cc_sys_close(int fd)
+{
+	return syscall(SYS_close, fd);
+}
+
+long cc_sys_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		long n = syscall(SYS_write, fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void fill_stat(const struct stat *st, uint64_t *ino, int *mode, long long *size)
+{
+	if (ino)
+		*ino = st->st_ino;
+	if (mode)
+		*mode = st->st_mode;
+	if (size)
+		*size = st->st_size;
+}
+
+long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size)
+{
+	struct stat st;
+
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) < 0)
+		return -1;
+	fill_stat(&st, ino, mode, size);
+	return 0;
+}
+
+long cc_sys_stat_ino(const char *path, uint64_t *ino, int *mode, long long *size)
+{
+	struct stat st;
+
+	if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) < 0)
+		return -1;
+	fill_stat(&st, ino, mode, size);
+	return 0;
+}
+
+static void vsay(const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n;
+
+	memcpy(line, "crashcheck: ", 12);
+	n = vsnprintf(line + 12, sizeof(line) - 13, fmt, ap);
+	if (n < 0)
+		n = 0;
+	n += 12;
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	cc_sys_write_all(2, line, n);
+}
+
+void cc_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+	syscall(SYS_exit_group, 2);
+	_exit(2);
+}
+
+void cc_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(fmt, ap);
+	va_end(ap);
+}
+
+void cc_fd_path(int fd, char *buf, size_t size)
+{
+	char proc[64];
+	long n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = syscall(SYS_readlinkat, AT_FDCWD, proc, buf, size - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+}
+
+void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
+{
+	char base[CC_PATH_MAX];
+
+	buf[0] = '\0';
+	if (!path)
+		return;
+	if (path[0] == '/') {
+		snprintf(buf, size, "%s", path);
+		return;
+	}
+	if (dirfd == AT_FDCWD) {
+		long n = syscall(SYS_getcwd, base, sizeof(base));
+		if (n <= 0)
+			base[0] = '\0';
+	} else {
+		cc_fd_path(dirfd, base, sizeof(base));
+	}
+	while (path[0] == '.' && path[1] == '/')
+		path += 2;
+	if (!strcmp(base, "/"))
+		base[0] = '\0';
+	snprintf(buf, size, "%s/%s", base, path);
+}
+
+/*
+ * BLAKE2b (RFC 7693) cut to an 8-byte digest: strong enough that two
+ * different contents never share a snapshot file, and Python's
+ * hashlib.blake2b(data, digest_size=8).hexdigest() gives the same 16 hex
+ * digits, so the harness can check a snapshot against its name.
+ */
+static const uint64_t b2_iv[8] = {
+	0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+	0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
+	0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t b2_sigma[12][16] = {
+	{ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 },
+	{ 14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3 },
+	{ 11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4 },
+	{ 7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8 },
+	{ 9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13 },
+	{ 2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9 },
+	{ 12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11 },
+	{ 13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10 },
+	{ 6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5 },
+	{ 10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0 },
+	{ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 },
+	{ 14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3 },
+};
+
+static inline uint64_t rotr64(uint64_t x, int n)
+{
+	return (x >> n) | (x << (64 - n));
+}
+
+#define B2G(a, b, c, d, x, y) do {				\
+		a = a + b + (x); d = rotr64(d ^ a, 32);		\
+		c = c + d;       b = rotr64(b ^ c, 24);		\
+		a = a + b + (y); d = rotr64(d ^ a, 16);		\
+		c = c + d;       b = rotr64(b ^ c, 63);		\
+	} while (0)
+
+static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last)
+{
+	uint64_t v[16], m[16];
+
+	for (int i = 0; i < 16; i++) {
+		uint64_t w = 0;
+		for (int j = 7; j >= 0; j--)
+			w = (w << 8) | block[i * 8 + j];
+		m[i] = w;
+	}
+	for (int i = 0; i < 8; i++) {
+		v[i] = h[i];
+		v[i + 8] = b2_iv[i];
+	}
+	v[12] ^= t;	/* the high word of the 128-bit counter stays 0 */
+	if (last)
+		v[14] = ~v[14];
+	for (int r = 0; r < 12; r++) {
+		const uint8_t *s = b2_sigma[r];
+		B2G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
+		B2G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
+		B2G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
+		B2G(v[3], v[7], v[11], v[15], m[s[6]], m[s[7]]);
+		B2G(v[0], v[5], v[10], v[15], m[s[8]], m[s[9]]);
+		B2G(v[1], v[6], v[11], v[12], m[s[10]], m[s[11]]);
+		B2G(v[2], v[7], v[8], v[13], m[s[12]], m[s[13]]);
+		B2G(v[3], v[4], v[9], v[14], m[s[14]], m[s[15]]);
+	}
+	for (int i = 0; i < 8; i++)
+		h[i] ^= v[i] ^ v[i + 8];
+}
+
+uint64_t cc_hash(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint8_t block[128];
+	uint64_t h[8];
+	size_t done = 0;
+
+	memcpy(h, b2_iv, sizeof(h));
+	h[0] ^= 0x01010000ULL ^ 8;	/* no key, 8-byte digest */
+	while (len - done > 128) {
+		b2_compress(h, p + done, done + 128, 0);
+		done += 128;
+	}
+	memset(block, 0, sizeof(block));
+	memcpy(block, p + done, len - done);
+	b2_compress(h, block, len, 1);
+	return h[0];
+}
+
+/* the digest's bytes in order, as hexdigest() prints them */
+static void hash_hex(uint64_t h, char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < 8; i++) {
+		uint8_t b = h >> (8 * i);
+		out[2 * i] = hex[b >> 4];
+		out[2 * i + 1] = hex[b & 15];
+	}
+	out[16] = '\0';
+}
+
+/*
+ * A growing text buffer for one trace line. On allocation failure it stops
+ * growing and the line is dropped with a warning: a half line would be read
+ * as a corrupt trace.
+ */
+struct sb {
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_grow(struct sb *sb, size_t more)
+{
+	size_t want;
+	char *p;
+
+	if (sb->oom || sb->len + more + 1 <= sb->cap)
+		return;
+	want = sb->cap ? sb->cap * 2 : 1024;
+	while (want < sb->len + more + 1)
+		want *= 2;
+	p = realloc(sb->buf, want);
+	if (!p) {
+		sb->oom = true;
+		return;
+	}
+	sb->buf = p;
+	sb->cap = want;
+}
+
+static void sb_add(struct sb *sb, const char *s, size_t len)
+{
+	sb_grow(sb, len);
+	if (sb->oom)
+		return;
+	memcpy(sb->buf + sb->len, s, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+static void sb_addf(struct sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_addf(struct sb *sb, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb_add(sb, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static void sb_quote(struct sb *sb, const char *s)
+{
+	size_t len = strlen(s), need = 0;
+
+	plan_json_quote(NULL, 0, &need, s, len);
+	sb_grow(sb, need);
+	if (sb->oom)
+		return;
+	plan_json_quote(sb->buf + sb->len, need + 1, &(size_t){ 0 }, s, len);
+	sb->len += need;
+}
+
+bool cc_under_watch(const char *path)
+{
+	return cc.watch && !strncmp(path, cc.watch, cc.watch_len) &&
+	       path[cc.watch_len] == '/';
+}
+
+/*
+ * Store the content of FD (a regular file of SIZE bytes) once under
+ * SNAPDIR/<hash> and put its hash in HEX. The file is read whole: the
+ * workloads' files are megabytes at most, and one read keeps hash and copy
+ * of the same bytes.
+ */
+static int snap_content(int fd, long long size, char hex[17])
+{
+	char path[CC_PATH_MAX], tmp[CC_PATH_MAX];
+	char *data = NULL;
+	long long got = 0;
+	int out = -1, ret = -1;
+
+	data = malloc(size ? size : 1);
+	if (!data)
+		goto done;
+	while (got < size) {
+		long n = syscall(SYS_pread64, fd, data + got, size - got, got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto done;
+		if (n == 0)
+			break;	/* shrank under us: hash what is there */
+		got += n;
+	}
+	hash_hex(cc_hash(data, got), hex);
+
+	snprintf(path, sizeof(path), "%s/%s", cc.snapdir, hex);
+	if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK) == 0) {
+		ret = 0;
+		goto done;
+	}
+	/* write aside and rename, so a reader never sees half a snapshot */
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%ld.%ld", cc.snapdir, hex,
+		 (long)syscall(SYS_getpid), (long)syscall(SYS_gettid));
+	out = cc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		cc_warn("open snapshot '%s': %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (cc_sys_write_all(out, data, got) < 0) {
+		cc_warn("write snapshot '%s': %s", tmp, strerror(errno));
+		syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
+		goto done;
+	}
+	if (syscall(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path) < 0) {
+		cc_warn("rename snapshot '%s': %s", tmp, strerror(errno));
+		syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
+		goto done;
+	}
+	ret = 0;
+done:
+	if (out >= 0)
+		cc_sys_close(out);
+	free(data);
+	return ret;
+}
+
+/* "1234":{"size":5,"hash":"9f..."} for the regular file open at FD */
+static void snap_file_fd(struct sb *sb, int fd, bool *first)
+{
+	uint64_t ino;
+	int mode;
+	long long size;
+	char hex[17];
+
+	if (cc_sys_fstat_ino(fd, &ino, &mode, &size) < 0 || !S_ISREG(mode))
+		return;
+	if (snap_content(fd, size, hex) < 0)
+		return;
+	sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"hash\":\"%s\"}",
+		*first ? "" : ",", (unsigned long long)ino, size, hex);
+	*first = false;
+}
+
+/*
+ * Walk the WATCH directory: with FILES false write "name":ino of each
+ * regular file, with FILES true the content snapshot of each.
+ */
+static void walk_watch(struct sb *sb, bool files)
+{
+	char buf[8192];
+	bool first = true;
+	int dfd = cc_sys_open(cc.watch, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+
+	if (dfd < 0)
+		return;
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct {
+				uint64_t d_ino;
+				int64_t d_off;
+				unsigned short d_reclen;
+				unsigned char d_type;
+				char d_name[];
+			} *d = (void *)(buf + off);
+			off += d->d_reclen;
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+				continue;
+			if (d->d_type == DT_UNKNOWN) {
+				struct stat st;
+				if (syscall(SYS_newfstatat, dfd, d->d_name, &st,
+					    AT_SYMLINK_NOFOLLOW) < 0 ||
+				    !S_ISREG(st.st_mode))
+					continue;
+			} else if (d->d_type != DT_REG) {
+				continue;
+			}
+			if (files) {
+				int fd = syscall(SYS_openat, dfd, d->d_name,
+						 O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+				if (fd >= 0) {
+					snap_file_fd(sb, fd, &first);
+					cc_sys_close(fd);
+				}
+				continue;
+			}
+			if (!first)
+				sb_add(sb, ",", 1);
+			first = false;
+			sb_quote(sb, d->d_name);
+			sb_addf(sb, ":%llu", (unsigned long long)d->d_ino);
+		}
+	}
+	cc_sys_close(dfd);
+}
+
+static void snap_all(struct sb *sb)
+{
+	sb_add(sb, ",\"snap\":{\"dir\":{", 16);
+	walk_watch(sb, false);
+	sb_add(sb, "},\"files\":{", 11);
+	walk_watch(sb, true);
+	sb_add(sb, "}}", 2);
+}
+
+static uint64_t next_seq(void)
+{
+	return __atomic_fetch_add(&cc.sh->seq, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Append the line to the trace. The file is opened for each line: a program
+ * may close every descriptor it did not open, or dup2() over ours, and one
+ * O_APPEND write per line keeps the lines of a process tree whole.
+ */
+static void emit(struct sb *sb)
+{
+	static int warned;
+	int fd;
+
+	if (sb->oom) {
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
+			cc_warn("trace line dropped: out of memory");
+		goto out;
+	}
+	sb_add(sb, "\n", 1);
+	fd = cc_sys_open(cc.trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || cc_sys_write_all(fd, sb->buf, sb->len) < 0) {
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
+			cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
+	}
+	if (fd >= 0)
+		cc_sys_close(fd);
+out:
+	free(sb->buf);
+	sb->buf = NULL;
+}
+
+void cc_trace_init(void)
+{
+	struct sb sb = { 0 };
+	char exe[CC_PATH_MAX];
+	uint64_t seq;
+	bool first;
+	long n;
+
+	if (!cc.trace)
+		return;
+	first = __atomic_fetch_add(&cc.sh->inits, 1, __ATOMIC_SEQ_CST) == 0;
+	seq = next_seq();
+	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	sb_addf(&sb, "{\"ev\":\"init\",\"seq\":%llu,\"pid\":%ld,\"ppid\":%ld,\"exe\":",
+		(unsigned long long)seq, (long)syscall(SYS_getpid),
+		(long)syscall(SYS_getppid));
+	sb_quote(&sb, exe);
+	sb_add(&sb, ",\"plan\":", 8);
+	sb_quote(&sb, cc.plan_text ? cc.plan_text : "");
+	sb_add(&sb, ",\"watch\":", 9);
+	if (cc.watch)
+		sb_quote(&sb, cc.watch);
+	else
+		sb_add(&sb, "null", 4);
+	/*
+	 * Only the first process's listing is the durable starting state the
+	 * harness set up; an exec'd child starts somewhere in the middle.
+	 */
+	if (cc.recorder && first)
+		snap_all(&sb);
+	sb_add(&sb, "}", 1);
+	emit(&sb);
+}
+
+static void add_oflags(struct sb *sb, int fl)
+{
+	static const struct { int bit; const char *name; } names[] = {
+		{ O_CREAT, "O_CREAT" }, { O_EXCL, "O_EXCL" },
+		{ O_TRUNC, "O_TRUNC" }, { O_APPEND, "O_APPEND" },
+		{ O_DIRECT, "O_DIRECT" },
+	};
+	bool first = true;
+
+	sb_add(sb, ",\"flags\":[", 10);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(fl & names[i].bit))
+			continue;
+		sb_addf(sb, "%s\"%s\"", first ? "" : ",", names[i].name);
+		first = false;
+	}
+	/* O_SYNC is O_DSYNC plus a bit of its own */
+	if ((fl & O_SYNC) == O_SYNC)
+		sb_addf(sb, "%s\"O_SYNC\"", first ? "" : ",");
+	else if (fl & O_DSYNC)
+		sb_addf(sb, "%s\"O_DSYNC\"", first ? "" : ",");
+	sb_add(sb, "]", 1);
+}
+
+static void add_flag_list(struct sb *sb, const char *const *names, const int *bits,
+			  size_t nr, int fl)
+{
+	bool first = true;
+
+	sb_add(sb, ",\"flags\":[", 10);
+	for (size_t i = 0; i < nr; i++) {
+		if ((fl & bits[i]) != bits[i])
+			continue;
+		sb_addf(sb, "%s\"%s\"", first ? "" : ",", names[i]);
+		first = false;
+	}
+	sb_add(sb, "]", 1);
+}
+
+void cc_trace_call(struct cc_rec *r)
+{
+	struct sb sb = { 0 };
+
+	if (!cc.trace)
+		goto out;
+	sb_addf(&sb, "{\"ev\":\"call\",\"seq\":%llu,\"pid\":%ld,\"call\":\"%s\",\"n\":%lu",
+		(unsigned long long)next_seq(), (long)syscall(SYS_getpid),
+		call_table[r->call].name, r->n);
+	if (r->fd >= 0)
+		sb_addf(&sb, ",\"fd\":%d", r->fd);
+	if (r->path[0]) {
+		sb_add(&sb, ",\"path\":", 8);
+		sb_quote(&sb, r->path);
+	}
+	if (r->path2[0]) {
+		sb_add(&sb, ",\"path2\":", 9);
+		sb_quote(&sb, r->path2);
+	}
+	if (r->has_ino)
+		sb_addf(&sb, ",\"ino\":%llu", (unsigned long long)r->ino);
+	if (r->is_dir)
+		sb_add(&sb, ",\"dir\":true", 11);
+	if (r->has_off)
+		sb_addf(&sb, ",\"off\":%lld", r->off);
+	if (r->has_len)
+		sb_addf(&sb, ",\"len\":%lld", r->len);
+	if (r->oflags >= 0)
+		add_oflags(&sb, r->oflags);
+	if (r->msflags >= 0) {
+		static const char *const n[] = { "MS_SYNC", "MS_ASYNC", "MS_INVALIDATE" };
+		static const int b[] = { MS_SYNC, MS_ASYNC, MS_INVALIDATE };
+		add_flag_list(&sb, n, b, 3, r->msflags);
+	}
+	if (r->mapflags >= 0) {
+		static const char *const n[] = { "MAP_SHARED", "MAP_PRIVATE" };
+		static const int b[] = { MAP_SHARED, MAP_PRIVATE };
+		add_flag_list(&sb, n, b, 2, r->mapflags);
+	}
+	if (r->renflags) {
+		static const char *const n[] = { "RENAME_NOREPLACE", "RENAME_EXCHANGE",
+						 "RENAME_WHITEOUT" };
+		static const int b[] = { 1, 2, 4 };
+		add_flag_list(&sb, n, b, 3, r->renflags);
+	}
+	sb_addf(&sb, ",\"ret\":%lld,\"errno\":%d", r->ret, r->err);
+	if (r->rule >= 0 && r->fired) {
+		char act[32];
+		plan_action_str(&cc.plan.rules[r->rule], act, sizeof(act));
+		sb_addf(&sb, ",\"fault\":{\"rule\":%d,\"action\":\"%s\"}", r->rule, act);
+	}
+
+	if (cc.recorder && r->snap) {
+		bool first = true;
+
+		sb_add(&sb, ",\"snap\":{", 9);
+		if (r->snap & (SNAP_DIR | SNAP_ALL)) {
+			sb_add(&sb, "\"dir\":{", 7);
+			walk_watch(&sb, false);
+			sb_add(&sb, "}", 1);
+			first = false;
+		}
+		if (r->snap & SNAP_ALL) {
+			sb_add(&sb, ",\"files\":{", 10);
+			walk_watch(&sb, true);
+			sb_add(&sb, "}", 1);
+		} else if ((r->snap & SNAP_FILE) && r->snap_fd >= 0) {
+			bool ffirst = true;
+
+			sb_addf(&sb, "%s\"files\":{", first ? "" : ",");
+			snap_file_fd(&sb, r->snap_fd, &ffirst);
+			sb_add(&sb, "}", 1);
+		}
+		sb_add(&sb, "}", 1);
+	}
+	sb_add(&sb, "}", 1);
+	emit(&sb);
+out:
+	if (r->snap_fd >= 0) {
+		cc_sys_close(r->snap_fd);
+		r->snap_fd = -1;
+	}
+}
+
+void cc_trace_crash(const struct cc_rec *r, const char *when)
+{
+	struct sb sb = { 0 };
+
+	if (!cc.trace)
+		return;
+	sb_addf(&sb, "{\"ev\":\"crash\",\"seq\":%llu,\"pid\":%ld,\"call\":\"%s\",\"n\":%lu,"
+		"\"when\":\"%s\",\"rule\":%d}",
+		(unsigned long long)next_seq(), (long)syscall(SYS_getpid),
+		call_table[r->call].name, r->n, when, r->rule);
+	emit(&sb);
+}

@@ -1,0 +1,384 @@
+"""crashcheck's command line.
+
+Subcommands live in SUBCOMMANDS: name -> (setup, run). `setup(parser)` adds
+the subcommand's arguments to its own argparse parser (and calls
+add_program() last if it runs a program given after `--`); `run(args)`
+does the work and returns the exit status. The run function's docstring
+is the subcommand's help: its first line is the one-line summary shown by
+`crashcheck --help`, the rest the description shown by `crashcheck NAME
+--help`. A new subcommand (run, audit, replay, merge) is one more entry.
+
+Every error is one line, `crashcheck: <problem>`, on stderr, and exit
+status 2: raise harness.UsageError (or a subclass) with the problem.
+"""
+
+import argparse
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from . import UsageError
+from . import calls as calls_mod
+from . import plan as plan_mod
+from . import runner
+from . import trace as trace_mod
+
+PROG = "crashcheck"
+
+EXIT_USAGE = 2          # bad input; nothing was run
+EXIT_NEVER_FIRED = 3    # inject --strict: a rule of the plan never fired
+EXIT_TIMEOUT = 124      # the time limit struck (as timeout(1) reports it)
+EXIT_INTERRUPTED = 130  # ^C
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but an error is one line through UsageError instead of a
+    usage dump and exit from deep inside the parser."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def add_program(parser):
+    """Declare that the subcommand runs `-- PROGRAM [ARG...]`: the words
+    after the first `--` belong to the program and are never parsed by us
+    (so `crashcheck inject P -- prog --help` asks prog for help)."""
+    parser.set_defaults(takes_program=True)
+    usage = parser.format_usage().strip()
+    usage = usage.removeprefix("usage: ")
+    parser.usage = f"{usage} -- PROGRAM [ARG...]"
+
+
+def positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a positive number of seconds")
+    return value
+
+
+def program_argv(args):
+    """The program and its arguments, checked: it must exist and be
+    executable, so that a typo is a usage error and not a run that
+    'failed' with status 127."""
+    argv = args.program
+    name = argv[0]
+    if not name:
+        raise UsageError("empty program name after '--'")
+    if "/" in name:
+        path = Path(name)
+        if not path.exists():
+            raise UsageError(f"program not found: {name}")
+        if path.is_dir():
+            raise UsageError(f"program is a directory: {name}")
+        if not os.access(path, os.X_OK):
+            raise UsageError(f"program not executable: {name}")
+    elif shutil.which(name) is None:
+        raise UsageError(f"program not found in PATH: {name}")
+    return argv
+
+
+def signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+class Workdir:
+    """The private files of one run (trace, shared counters), in a fresh
+    directory under the scratch base, removed afterwards. The trace can be
+    redirected to a file the user keeps."""
+
+    def __init__(self, keep_trace=None):
+        self.keep_trace = keep_trace
+
+    def __enter__(self):
+        self._tmp = tempfile.TemporaryDirectory(
+            prefix="crashcheck-", dir=runner.scratch_base())
+        base = Path(self._tmp.name)
+        # Absolute paths: the program and its children may chdir.
+        self.trace = (Path(self.keep_trace).absolute() if self.keep_trace
+                      else base / "trace.jsonl")
+        self.shared = base / "shared"
+        # The library appends; start from an empty file so a kept trace
+        # never mixes with an earlier run's.
+        try:
+            with open(self.trace, "wb"):
+                pass
+        except OSError as e:
+            self._tmp.cleanup()
+            raise UsageError(f"cannot create trace file '{self.trace}': "
+                             f"{e.strerror}") from None
+        return self
+
+    def __exit__(self, *exc):
+        self._tmp.cleanup()
+
+
+def run_program(args, plan=""):
+    """Run the program of args with inherited stdio; returns (Run, trace
+    records)."""
+    argv = program_argv(args)
+    with Workdir(getattr(args, "trace", None)) as wd:
+        run = runner.run(argv, cwd=os.getcwd(), plan=plan, trace=wd.trace,
+                         shared=wd.shared, timeout=args.timeout,
+                         passthrough=True)
+        records = trace_mod.load(wd.trace)
+    return run, records
+
+
+def report_exit(run, records, say):
+    """The lines every run ends with when something unusual happened, and
+    the status crashcheck exits with (the program's, as a shell reports
+    it)."""
+    if run.timed_out:
+        say(f"timed out after {run.duration:.1f} s: killed the program's "
+            "process group")
+        return EXIT_TIMEOUT
+    if run.signal is not None:
+        planned = run.signal == signal.SIGKILL and any(
+            r["ev"] == "crash" for r in records)
+        if not planned:
+            say(f"the program was killed by {signal_name(run.signal)}")
+    return run.shell_status
+
+
+def _matches(glob, path):
+    return bool(path) and (fnmatchcase(path, glob)
+                           or fnmatchcase(os.path.basename(path), glob))
+
+
+def never_fired_reason(rule, records):
+    """What the program did instead: how many calls the rule could have
+    counted, so the user sees why N was never reached."""
+    name, glob = rule["call"], rule.get("glob")
+    made = {r["n"]: r for r in records
+            if r["ev"] == "call" and r["call"] == name}
+    if not made:
+        return f"the program made no {name} calls"
+    total = f"the program made {len(made)} {name} " \
+            f"call{'s' if len(made) != 1 else ''}"
+    if glob is None:
+        return total
+    # As the library matches (faults/preload.c): the call's first path
+    # (a rename's old name), whole or its last component, fnmatch flags 0.
+    on = sum(1 for r in made.values() if _matches(glob, r.get("path")))
+    return f"{total}, {on} on a path matching '{glob}'"
+
+
+def say_line(text):
+    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+
+# --- inject ---------------------------------------------------------------
+
+def setup_inject(p):
+    p.add_argument("plan", metavar="PLAN",
+                   help="the faults to inject, e.g. 'fsync#1=EIO' or "
+                        "'write(*.tmp)#2+=ENOSPC;rename#1=crash'")
+    p.add_argument("--trace", metavar="FILE",
+                   help="keep the trace (JSON lines) in FILE, overwriting "
+                        "it (default: a temporary file, removed)")
+    p.add_argument("--timeout", metavar="S", type=positive_seconds,
+                   help="kill the program's process group after S seconds "
+                        "and exit 124 (default: no limit)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 3 when a rule never fired, whatever the "
+                        "program's status")
+    add_program(p)
+
+
+def cmd_inject(args):
+    """run a program with planned faults and say which ones fired
+
+    Runs PROGRAM in the current directory with the fault library preloaded
+    and PLAN set; its stdin, stdout and stderr are yours. Then prints, on
+    stderr, one line per rule: `crashcheck: fired RULE (N calls)` or
+    `crashcheck: never fired: RULE (...)` -- a rule that never fired did
+    nothing to the program, and its outcome says nothing about that fault.
+
+    PLAN := RULE (';' RULE)*, RULE := CALL ['(' GLOB ')'] '#' N ['+'] '='
+    ACTION, ACTION := ERRNO-NAME | short[:BYTES] | crash | crash-after
+    (docs/design.md). N counts calls across the whole process tree.
+
+    Exit status: the program's (128+N when it died of signal N, so a
+    planned crash gives 137); 2 for a bad plan or command line (the
+    program never ran); 3 with --strict when a rule never fired; 124 when
+    --timeout struck.
+    """
+    rules = plan_mod.parse(args.plan)["rules"]
+    if not rules:
+        raise UsageError("empty plan: nothing to inject (to run without "
+                         "faults use 'crashcheck trace')")
+    run, records = run_program(args, plan=args.plan)
+    status = report_exit(run, records, say_line)
+    if not any(r["ev"] == "init" for r in records):
+        say_line(f"the fault library did not load in {args.program[0]} "
+                 "(statically linked or setuid?): no rule could fire")
+    never = 0
+    texts = [rule["text"] for rule in rules]
+    for rule, fired in zip(rules, trace_mod.fired(records, texts)):
+        count = fired.count
+        if count:
+            say_line(f"fired {rule['text']} "
+                     f"({count} call{'s' if count != 1 else ''})")
+        else:
+            never += 1
+            say_line(f"never fired: {rule['text']} "
+                     f"({never_fired_reason(rule, records)})")
+    if status == EXIT_TIMEOUT:
+        return status
+    if never and args.strict:
+        return EXIT_NEVER_FIRED
+    return status
+
+
+# --- trace ----------------------------------------------------------------
+
+def setup_trace(p):
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the listing to FILE instead of stderr")
+    p.add_argument("--all", action="store_true",
+                   help="also list process starts, and prefix every line "
+                        "with its pid")
+    p.add_argument("--timeout", metavar="S", type=positive_seconds,
+                   help="kill the program's process group after S seconds "
+                        "and exit 124 (default: no limit)")
+    add_program(p)
+
+
+def cmd_trace(args):
+    """run a program without faults and list the calls a plan can name
+
+    Runs PROGRAM in the current directory with the fault library preloaded
+    and no plan, then lists every intercepted call, numbered as plans
+    count it (across the whole process tree), one per line:
+
+        fsync#1 fd=3 'target.tmp' = 0
+
+    Paths under the current directory are shown relative to it. The
+    listing goes to stderr (like strace), after the program's own output,
+    or to FILE with --output. Exit status: the program's (128+N for signal
+    N); 2 for a bad command line; 124 when --timeout struck.
+    """
+    program_argv(args)      # a bad program must not leave an empty listing
+    if args.output:
+        out_path = Path(args.output)
+        try:
+            out = open(out_path, "w")
+        except OSError as e:
+            raise UsageError(f"cannot write listing '{out_path}': "
+                             f"{e.strerror}") from None
+    else:
+        out = None
+    try:
+        run, records = run_program(args)
+        nameable = set(calls_mod.table())
+        base = os.getcwd()
+        lines = []
+        for r in records:
+            if r["ev"] == "init":
+                if args.all:
+                    lines.append(f"[pid {r.get('pid')}] start "
+                                 f"{r.get('exe', '?')} "
+                                 f"(parent {r.get('ppid', '?')})")
+            elif args.all or r["call"] in nameable:
+                lines.append(trace_mod.format_call(r, base=base,
+                                                   show_pid=args.all))
+        text = "".join(line + "\n" for line in lines)
+        if out is not None:
+            out.write(text)
+        else:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    finally:
+        if out is not None:
+            out.close()
+    return report_exit(run, records, say_line)
+
+
+SUBCOMMANDS = {
+    "inject": (setup_inject, cmd_inject),
+    "trace": (setup_trace, cmd_trace),
+}
+
+
+def build_parser():
+    parser = ArgumentParser(
+        prog=PROG, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="crash-consistency and error-handling test harness: "
+                    "runs programs under planned I/O faults and crashes",
+        epilog="Run 'crashcheck COMMAND --help' for a command's options. "
+               "Errors are one line on stderr and exit status 2.")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND",
+                                parser_class=ArgumentParser)
+    for name, (setup, run) in SUBCOMMANDS.items():
+        doc = (run.__doc__ or "").strip()
+        summary, _, rest = doc.partition("\n")
+        sp = sub.add_parser(
+            name, help=summary, description=summary + "\n" + rest
+            if rest else summary, allow_abbrev=False,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp.set_defaults(run=run, takes_program=False)
+        setup(sp)
+    return parser
+
+
+def dispatch(argv):
+    parser = build_parser()
+    if "--" in argv:
+        i = argv.index("--")
+        ours, program = argv[:i], argv[i + 1:]
+    else:
+        ours, program = argv, None
+    args, extra = parser.parse_known_args(ours)
+    if args.subcommand is None:
+        raise UsageError("missing command (one of: "
+                         f"{', '.join(SUBCOMMANDS)}; see '{PROG} --help')")
+    name = args.subcommand
+    if args.takes_program:
+        if program is None:
+            raise UsageError(f"{name}: missing '--' before the program "
+                             f"(usage: {PROG} {name} ... -- PROGRAM [ARG...])")
+        if not program:
+            raise UsageError(f"{name}: missing program after '--'")
+    elif program is not None:
+        raise UsageError(f"{name}: takes no program after '--'")
+    if extra:
+        raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)} "
+                         f"(see '{PROG} {name} --help')")
+    args.program = program
+    return args.run(args)
+
+
+def _terminate(signum, frame):
+    # Unwinds through runner.run, which kills the program's group.
+    raise SystemExit(128 + signum)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return dispatch(argv)
+    except UsageError as e:
+        problem = " ".join(str(e).split("\n"))
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

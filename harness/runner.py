@@ -1,0 +1,197 @@
+"""Run one program under one plan, in its own process group, with the
+fault library preloaded, and collect what happened.
+
+Everything the harness learns about a run comes from here: the exit
+status or the signal, whether the time limit struck, the program's output
+(capped), and the trace the fault library wrote. Whether a planned fault
+fired is read from the trace, never assumed.
+"""
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ROOT, UsageError
+
+FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
+FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
+
+# What we keep of a program's stdout and stderr: enough to read its
+# diagnostics, bounded so a program that prints without end cannot fill
+# memory or the results directory.
+OUTPUT_CAP = 64 * 1024
+
+# Exit status of a program that says "not supported here" (automake's skip).
+EXIT_SKIP = 77
+
+# Variables of ours that must never leak from the caller's environment
+# into a run: a stale plan or trace path would make the run lie.
+OUR_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
+            "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED")
+
+
+class SetupError(UsageError):
+    """The harness cannot run anything here (missing build, missing libfiu)."""
+
+
+def check_preloads():
+    """Refuse to run when a preload is missing: a run without them would
+    get no faults, and a case could pass for the wrong reason."""
+    if not FAULT_LIB.is_file():
+        raise SetupError(f"fault library not built: {FAULT_LIB} (run 'make')")
+    if not FIU_PRELOAD.is_file():
+        raise SetupError(f"libfiu preload missing: {FIU_PRELOAD} "
+                         "(install fiu-utils: scripts/install-deps)")
+
+
+def scratch_base():
+    """Where scratch directories go: tmpfs when there is one, because
+    durability is simulated from the trace and tmpfs makes runs cheap."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return Path(tempfile.gettempdir())
+
+
+def make_scratch(prefix="crashcheck-"):
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_base()))
+
+
+@dataclass
+class Run:
+    argv: list
+    status: int | None          # exit status, None when killed by a signal
+    signal: int | None          # the signal that killed it, if any
+    timed_out: bool             # the time limit struck; we killed the group
+    duration: float             # seconds, wall clock
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    trace_path: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def skipped(self):
+        return self.status == EXIT_SKIP
+
+    @property
+    def shell_status(self):
+        """The status a shell would report: 128+N for death by signal N."""
+        if self.signal is not None:
+            return 128 + self.signal
+        return self.status
+
+    def stderr_text(self):
+        text = self.stderr.decode("utf-8", "replace")
+        if self.stderr_truncated:
+            text += f"\n[stderr truncated at {OUTPUT_CAP} bytes]"
+        return text
+
+
+def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
+              base=None):
+    """The environment of a run: the caller's, less any of our variables,
+    plus the preloads (ours first, so our wrappers call down into libfiu's)
+    and this run's settings."""
+    env = dict(os.environ if base is None else base)
+    for name in OUR_VARS:
+        env.pop(name, None)
+    preload = f"{FAULT_LIB} {FIU_PRELOAD}"
+    if env.get("LD_PRELOAD"):
+        # A user's own preloads stay, after ours.
+        preload += " " + env["LD_PRELOAD"]
+    env["LD_PRELOAD"] = preload
+    if plan:
+        env["CRASHCHECK_PLAN"] = plan
+    if trace is not None:
+        env["CRASHCHECK_TRACE"] = str(trace)
+    if watch is not None:
+        env["CRASHCHECK_WATCH"] = str(watch)
+    if snapdir is not None:
+        env["CRASHCHECK_SNAPDIR"] = str(snapdir)
+    if shared is not None:
+        env["CRASHCHECK_SHARED"] = str(shared)
+    return env
+
+
+def _read_capped(fh, cap):
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    fh.seek(0)
+    return fh.read(cap), size > cap
+
+
+def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
+        shared=None, timeout=10.0, env=None, stdin=None, preload=True,
+        passthrough=False):
+    """Run argv to completion or to its time limit (None: no limit).
+
+    The program gets a new session (so a process group of its own): at the
+    time limit the whole group is killed, children included, and the run
+    is marked timed_out. Output goes to unlinked temporary files rather
+    than pipes, so a program that writes a lot never blocks on us and we
+    keep only the first OUTPUT_CAP bytes. With passthrough the program
+    uses the caller's stdin, stdout and stderr instead (the CLI's inject
+    and trace), and the Run's stdout and stderr are empty.
+    """
+    if preload:
+        check_preloads()
+        env = build_env(plan, trace, watch, snapdir, shared, base=env)
+    elif env is None:
+        env = dict(os.environ)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if passthrough:
+            streams = dict(stdin=stdin, stdout=None, stderr=None)
+        else:
+            streams = dict(
+                stdin=subprocess.DEVNULL if stdin is None else stdin,
+                stdout=out, stderr=err)
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env,
+                                    start_new_session=True, **streams)
+        except FileNotFoundError:
+            raise SetupError(f"program not found: {argv[0]}") from None
+        except PermissionError:
+            raise SetupError(f"program not executable: {argv[0]}") from None
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+        except BaseException:
+            # Interrupted (^C, SIGTERM turned into SystemExit): the group
+            # is in its own session, so the terminal's SIGINT never
+            # reached it; it must not outlive us.
+            _kill_group(proc.pid)
+            proc.wait()
+            raise
+        else:
+            # The leader is gone; children it left in its group must not
+            # outlive the case (they could still write into the scratch).
+            _kill_group(proc.pid)
+        duration = time.monotonic() - start
+        stdout, out_cut = _read_capped(out, OUTPUT_CAP)
+        stderr, err_cut = _read_capped(err, OUTPUT_CAP)
+    rc = proc.returncode
+    return Run(argv=list(argv),
+               status=rc if rc >= 0 else None,
+               signal=-rc if rc < 0 else None,
+               timed_out=timed_out, duration=duration,
+               stdout=stdout, stderr=stderr,
+               stdout_truncated=out_cut, stderr_truncated=err_cut,
+               trace_path=Path(trace) if trace is not None else None)
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,157 @@
+"""Read the fault library's trace (JSON lines, docs/design.md "Trace") and
+answer the questions the harness asks of it: which calls were made, in
+what order, and which planned rules fired how often."""
+
+import errno as _errno
+import json
+import os
+from dataclasses import dataclass
+
+from . import UsageError
+
+EVENTS = ("init", "call", "crash")
+
+
+class TraceError(UsageError):
+    """A trace that cannot be read: names the file, the line and why."""
+
+
+@dataclass
+class Fired:
+    rule: str       # the rule's text, as the user wrote it
+    count: int      # how many calls it fired on
+
+
+def load(path):
+    """All records of a trace file, in file order (which is seq order for
+    one process; several processes append concurrently, so sort by seq
+    where order across processes matters)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
+    return parse(data, path)
+
+
+def parse(data, name="<trace>"):
+    records = []
+    for lineno, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise TraceError(f"{name}:{lineno}: not JSON: {e}") from None
+        _validate(rec, name, lineno)
+        records.append(rec)
+    records.sort(key=lambda r: r["seq"])
+    return records
+
+
+def _validate(rec, name, lineno):
+    def bad(problem):
+        raise TraceError(f"{name}:{lineno}: {problem}")
+    if not isinstance(rec, dict):
+        bad("record is not an object")
+    ev = rec.get("ev")
+    if ev not in EVENTS:
+        bad(f"unknown event {ev!r}")
+    seq = rec.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        bad("seq is not a non-negative integer")
+    if ev in ("call", "crash"):
+        if not isinstance(rec.get("call"), str):
+            bad("call name missing")
+        n = rec.get("n")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            bad("call ordinal n is not a positive integer")
+    if ev == "call":
+        for key in ("ret", "errno"):
+            if not isinstance(rec.get(key), int) or isinstance(rec.get(key), bool):
+                bad(f"{key} is not an integer")
+    snap = rec.get("snap")
+    if snap is not None:
+        if not isinstance(snap, dict):
+            bad("snap is not an object")
+        d = snap.get("dir")
+        if d is not None and not (isinstance(d, dict) and all(
+                isinstance(k, str) and isinstance(v, int) for k, v in d.items())):
+            bad("snap.dir is not a map of names to inodes")
+        files = snap.get("files")
+        if files is not None:
+            if not isinstance(files, dict):
+                bad("snap.files is not an object")
+            for ino, f in files.items():
+                if not (isinstance(f, dict) and isinstance(f.get("size"), int)
+                        and isinstance(f.get("hash"), str)):
+                    bad(f"snap.files[{ino}] lacks size or hash")
+
+
+def calls(records):
+    """The call records, in seq order."""
+    return [r for r in records if r["ev"] == "call"]
+
+
+def fired(records, rules):
+    """For each rule text of the plan (in plan order), how many calls it
+    fired on. A crash counts as firing (the trace line is written before
+    the kill). A crash-after leaves two records of one firing, the call's
+    (with its fault) and the crash: calls are counted once each, by their
+    (call, n), which is unique across the process tree."""
+    hits = [set() for _ in rules]
+    for r in records:
+        if r["ev"] == "call" and r.get("fault"):
+            i = r["fault"].get("rule")
+        elif r["ev"] == "crash":
+            i = r.get("rule")
+        else:
+            continue
+        if isinstance(i, int) and 0 <= i < len(hits):
+            hits[i].add((r["call"], r["n"]))
+    return [Fired(rule, len(h)) for rule, h in zip(rules, hits)]
+
+
+def short_path(path, base=None, root=None):
+    """A path as the user reads it: relative to `base` (the directory the
+    program ran in) when it lies inside `root` (default: base itself)."""
+    if not path:
+        return "?"
+    root = root or base
+    if base and (path == root or path.startswith(root.rstrip("/") + "/")):
+        return os.path.relpath(path, base)
+    return path
+
+
+def format_call(rec, base=None, show_pid=False, root=None):
+    """One line per call, strace-like: `fsync#1 fd=3 'target.tmp' = 0`."""
+    if rec["ev"] == "crash":
+        when = "before" if rec.get("when") == "before" else "after"
+        return f"{rec['call']}#{rec['n']} -- killed {when} the call (planned crash)"
+    parts = [f"{rec['call']}#{rec['n']}"]
+    if rec.get("fd") is not None and rec.get("fd") >= 0:
+        parts.append(f"fd={rec['fd']}")
+    if rec.get("path"):
+        parts.append(f"'{short_path(rec['path'], base, root)}'")
+    if rec.get("path2"):
+        parts.append(f"-> '{short_path(rec['path2'], base, root)}'")
+    if rec.get("off") is not None:
+        parts.append(f"off={rec['off']}")
+    if rec.get("len") is not None:
+        parts.append(f"len={rec['len']}")
+    if rec.get("flags"):
+        parts.append("|".join(rec["flags"]))
+    line = " ".join(parts) + f" = {rec['ret']}"
+    if rec.get("ret", 0) < 0 and rec.get("errno"):
+        line += f" {errno_name(rec['errno'])}"
+    if rec.get("fault"):
+        line += f" [fault: {rec['fault'].get('action', '?')}]"
+    if show_pid and rec.get("pid") is not None:
+        line = f"[pid {rec['pid']}] " + line
+    return line
+
+
+def errno_name(num):
+    return _errno.errorcode.get(num, str(num))
