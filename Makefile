@@ -3,7 +3,8 @@
 #
 #   make              build everything (workloads, faults, unit tests)
 #   make check        build, then run the Check unit tests and pytest
-#   make run          build, then run every workload end to end
+#   make run          build, then sweep the built-in corpus (results/)
+#   make fuzz         fuzz the plan parser (FUZZ_TIME seconds, default 60)
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -25,10 +26,16 @@ endif
 
 check: all
 	$(Q)$(SUBMAKE) -C tests/unit check
+	$(Q)$(SUBMAKE) -C faults check
 	$(Q)$(PYTHON) -m pytest $(PYTEST_FLAGS) tests/
 
+# The sweep over every spec of the built-in corpus; reports in results/.
+# RUN_FLAGS adds crashcheck run options, e.g. RUN_FLAGS='--model posix'.
 run: all
-	$(Q)$(PYTHON) scripts/smoke-run
+	$(Q)scripts/crashcheck run $(RUN_FLAGS) workloads/specs/*.toml
+
+fuzz: deps
+	$(Q)$(SUBMAKE) -C faults fuzz
 
 # Quiet when everything is there; otherwise say what is missing and try to
 # install it (which fails, printing the apt-get line, when not root).
@@ -42,4 +49,4 @@ ifneq ($(HAVE_FAULTS),)
 endif
 	$(Q)$(SUBMAKE) -C tests/unit clean
 
-.PHONY: all check run deps clean
+.PHONY: all check run fuzz deps clean

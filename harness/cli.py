@@ -25,7 +25,7 @@ from pathlib import Path
 from . import UsageError
 from . import calls as calls_mod
 from . import plan as plan_mod
-from . import runner
+from . import runcmd, runner
 from . import trace as trace_mod
 
 PROG = "crashcheck"
@@ -309,6 +309,7 @@ def cmd_trace(args):
 SUBCOMMANDS = {
     "inject": (setup_inject, cmd_inject),
     "trace": (setup_trace, cmd_trace),
+    "run": (runcmd.setup_run, runcmd.cmd_run),
 }
 
 

@@ -1,0 +1,219 @@
+"""`crashcheck run SPEC...`: the sweep over workload specs, driven by pytest.
+
+pytest runs in this process with harness.plugin loaded and
+harness/sweep_cases.py as its one test module: every case is a test item,
+so pytest's progress, `-k`, xdist's `-n` and `--junitxml` all apply. This
+module only turns our options into pytest's, and pytest's exit status
+into ours.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+from . import ROOT, UsageError
+from . import spec as specmod
+from .sweep import KINDS
+
+DEFAULT_OUT = ROOT / "results"
+
+# pytest's exit statuses (pytest.ExitCode), by name, so this module does
+# not import pytest before it has to.
+PYTEST_OK, PYTEST_FAILED, PYTEST_INTERRUPTED, PYTEST_INTERNAL, \
+    PYTEST_USAGE, PYTEST_NO_TESTS = range(6)
+
+
+def jobs_arg(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UsageError(f"--jobs: '{text}' is not a positive number of jobs")
+    return n
+
+
+def add_sweep_options(p):
+    """Options shared by `run` and `audit`."""
+    p.add_argument("--out", metavar="DIR",
+                   help="results directory (default: results/)")
+    p.add_argument("--model", choices=("posix", "ext4-ordered", "all"),
+                   default="all",
+                   help="crash model(s) for power-loss judging (default: all)")
+    p.add_argument("--faults", metavar="KINDS",
+                   help="comma-separated fault classes to sweep, of "
+                        f"{','.join(KINDS)} (default: all)")
+    p.add_argument("--jobs", metavar="N",
+                   help="parallel jobs (default: one per core)")
+    p.add_argument("--timeout", metavar="S",
+                   help="seconds per run, overriding the specs' timeouts")
+    p.add_argument("--seed", metavar="N", default="0",
+                   help="seed of the crash-state sample (default 0)")
+    p.add_argument("--cap", metavar="N", default="64",
+                   help="crash states judged per crash point (default 64)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="run only the K-th of N deterministic shards "
+                        "(merge them with 'crashcheck merge')")
+    p.add_argument("--keep", action="store_true",
+                   help="keep every case's directory, not only findings'")
+
+
+def setup_run(p):
+    p.add_argument("specs", metavar="SPEC", nargs="+",
+                   help="workload spec (TOML), as in workloads/specs/")
+    p.add_argument("--case", metavar="ID", action="append", default=[],
+                   help="run only this case (exact id); repeatable")
+    p.add_argument("-k", metavar="EXPR", dest="keyword",
+                   help="pytest -k expression over case ids")
+    add_sweep_options(p)
+
+
+def _int(name, text, lo):
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"--{name}: '{text}' is not an integer") from None
+    if n < lo:
+        raise UsageError(f"--{name}: {n} is below {lo}")
+    return n
+
+
+def _faults(text):
+    if text is None:
+        return "all"
+    kinds = [k.strip() for k in text.split(",")]
+    for k in kinds:
+        if k not in KINDS:
+            raise UsageError(f"--faults: unknown fault class '{k}' "
+                             f"(one of {','.join(KINDS)})")
+    return ",".join(kinds)
+
+
+def _timeout(text):
+    if text is None:
+        return None
+    try:
+        t = float(text)
+    except ValueError:
+        t = -1.0
+    if not 0 < t <= 3600:
+        raise UsageError(f"--timeout: '{text}' is not a number of seconds "
+                         "in (0, 3600]")
+    return t
+
+
+def _shard(text):
+    if text is None:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard: expected K/N, got '{text}'") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise UsageError(f"--shard: need 1 <= K <= N, got '{text}'")
+    return f"{k}/{n}"
+
+
+def pytest_args(args, spec_paths, out, command):
+    """Our options as pytest's."""
+    jobs = jobs_arg(args.jobs) if args.jobs else (os.cpu_count() or 1)
+    if getattr(args, "case", None):
+        jobs = 1        # a handful of cases: starting workers costs more
+    argv = ["-p", "harness.plugin", "-p", "no:cacheprovider",
+            "--rootdir", str(ROOT), "-c", str(ROOT / "pytest.ini"),
+            "-q", str(ROOT / "harness" / "sweep_cases.py"),
+            "--cc-out", str(out), "--cc-model", args.model,
+            "--cc-faults", _faults(args.faults),
+            "--cc-seed", str(_int("seed", args.seed, 0)),
+            "--cc-cap", str(_int("cap", args.cap, 1)),
+            "--cc-command", command,
+            "--junitxml", str(out / "junit.xml"),
+            "-o", "junit_family=xunit1"]
+    for p in spec_paths:
+        argv += ["--cc-spec", str(p)]
+    t = _timeout(args.timeout)
+    if t is not None:
+        argv += ["--cc-timeout", str(t)]
+    shard = _shard(args.shard)
+    if shard:
+        argv += ["--cc-shard", shard]
+    if args.keep:
+        argv.append("--cc-keep")
+    for case in getattr(args, "case", []) or []:
+        argv += ["--cc-case", case]
+    if getattr(args, "keyword", None):
+        argv += ["-k", args.keyword]
+    if jobs > 1:
+        argv += ["-n", str(jobs)]
+    return argv
+
+
+def sweep(argv):
+    """Run pytest; map its status to ours: 0 clean, 1 findings, 2 usage."""
+    import pytest
+    status = pytest.main(argv)
+    if status in (PYTEST_OK, PYTEST_NO_TESTS):
+        return 0
+    if status == PYTEST_FAILED:
+        return 1
+    if status == PYTEST_USAGE:
+        return 2
+    return 3
+
+
+def out_dir(args, default=DEFAULT_OUT):
+    out = Path(args.out) if args.out else default
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: '{out}' is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out: cannot create '{out}': {e.strerror}") from None
+    return out.resolve()
+
+
+def cmd_run(args):
+    """sweep workload specs: every call x fault x strategy, and power loss
+
+    Each SPEC (the format of workloads/specs/*.toml, README "Specs") is
+    swept: a recorded baseline run, one case per traced call and fault
+    class, one power-loss case per crash point and model. Reports go to
+    --out (default results/): results.json, report.md, report.html,
+    junit.xml, and cases/<id>/ for each finding.
+
+    With --case (the reproduce command of a finding) only that case runs,
+    and its reports go to results/rerun/ unless --out says otherwise.
+
+    Exit status: 0 when every correct workload is clean and every buggy
+    variant is caught as its spec expects; 1 otherwise (the findings are
+    listed); 2 for a bad spec or option.
+    """
+    paths = []
+    for s in args.specs:
+        p = Path(s)
+        if not p.is_file():
+            raise UsageError(f"spec not found: {s}")
+        try:
+            specmod.load(p)
+        except specmod.SpecError as e:
+            raise UsageError(str(e)) from None
+        paths.append(p.resolve())
+    names = [specmod.load(p).name for p in paths]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"two specs are named '{sorted(dup)[0]}'")
+    default = DEFAULT_OUT / "rerun" if args.case else DEFAULT_OUT
+    out = out_dir(args, default)
+    if not (args.case or args.keyword or args.shard):
+        # A full run replaces the previous one's findings directories.
+        shutil.rmtree(out / "cases", ignore_errors=True)
+    command = "scripts/crashcheck run " + " ".join(
+        _rel(p) for p in paths)
+    return sweep(pytest_args(args, paths, out, command))
+
+
+def _rel(path):
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)

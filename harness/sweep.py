@@ -1,0 +1,574 @@
+"""The sweep: from workload specs to cases, and from a case to a verdict.
+
+For each spec x strategy x payload size (a *combo*) the sweep first makes
+one recorded run with no fault: it is the baseline case, the trace every
+other case is enumerated from, and the source of the power-loss cases.
+Then, for every call the trace shows touching the scratch directory, one
+case per fault class that applies to that call (faults/calls.def), and one
+power-loss case per crash point and model. Call numbers come from the
+trace, so nothing here knows how many writes a program makes.
+
+Enumeration (`enumerate_cases`) runs once, before pytest collects; each
+case is then executed and judged by `execute` in whichever pytest worker
+gets it. Both sides share only the work directory on disk.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ROOT, calls, explorer, oracle, payload, runner, trace
+
+KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
+MODELS = ("posix", "ext4-ordered")
+HARD = ("enospc", "eio")
+TRANSIENT = ("eintr", "short")
+
+# Names inside a run's scratch directory. The program runs in WORK with
+# the target named TARGET there, so its messages and our reports show
+# 'target.tmp' rather than a random scratch path: results stay
+# byte-identical from one run to the next.
+# The built-in corpus: its programs must also name the failing call and
+# strerror in their message (the oracle's require_message).
+SPEC_DIR = ROOT / "workloads" / "specs"
+
+WORK = "work"
+INPUT = "in"
+TARGET = "target"
+NEW = "new"
+
+
+@dataclass
+class Settings:
+    """What one sweep is asked to do (command-line options)."""
+    out: Path                                   # results directory
+    models: tuple = MODELS
+    kinds: tuple = KINDS
+    jobs: int = os.cpu_count() or 1
+    cap: int = 64                               # crash states per crash point
+    seed: int = 0                               # explorer's sample seed
+    keep: bool = False                          # keep every case's scratch
+    timeout: float | None = None                # overrides the specs' timeouts
+    all_calls: bool = False                     # fault calls outside the scratch too
+
+    @property
+    def work(self):
+        return self.out / ".work"
+
+
+@dataclass
+class Combo:
+    spec: object            # harness.spec.Spec
+    strategy: str | None
+    size: int
+
+    @property
+    def prefix(self):
+        parts = [self.spec.name]
+        if self.strategy:
+            parts.append(self.strategy)
+        parts.append(f"{self.size}B")
+        return "-".join(parts)
+
+
+@dataclass
+class Case:
+    id: str
+    combo: str              # Combo.prefix
+    kind: str
+    plan: str = ""
+    call: str = ""          # "fsync#1", or the crash point for power loss
+    model: str | None = None
+    point: int | None = None  # index of the crash point (power loss)
+    skip: str = ""          # reason, when the combo cannot run here
+
+    def to_json(self):
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def old_size(size):
+    """The old content is longer than the new one and unaligned, so that a
+    program which forgets to truncate leaves a visible tail."""
+    return size + 4097
+
+
+def contents(combo):
+    """(old, new): old is None when the spec's target starts absent."""
+    seed = int.from_bytes(hashlib.sha256(combo.prefix.encode()).digest()[:4],
+                          "big")
+    new = payload.make(combo.size, 2, seed)
+    old = None if combo.spec.old == "absent" else \
+        payload.make(old_size(combo.size), 1, seed)
+    return old, new
+
+
+def fault_plans(call, n, faults):
+    """The cases one traced call gets: (kind, plan) in a fixed order."""
+    c = f"{call}#{n}"
+    plans = []
+    if "eintr" in faults:
+        plans.append(("eintr", f"{c}=EINTR"))
+    if "short" in faults:
+        plans.append(("short", f"{c}=short"))
+    if "enospc" in faults:
+        plans.append(("enospc", f"{c}+=ENOSPC"))
+    if "eio" in faults:
+        plans.append(("eio", f"{c}=EIO"))
+        plans.append(("eio", f"{c}+=EIO"))
+    if "crash" in faults:
+        plans.append(("crash", f"{c}=crash"))
+        plans.append(("crash", f"{c}=crash-after"))
+    return plans
+
+
+# ---------------------------------------------------------------- running
+
+@dataclass
+class Outcome:
+    """One executed run, with where its files are."""
+    run: runner.Run
+    scratch: Path
+    records: list = field(default_factory=list)
+
+    @property
+    def workdir(self):
+        return self.scratch / WORK
+
+    @property
+    def snapdir(self):
+        return self.scratch / "snaps"
+
+
+def prepare(scratch, old, new):
+    """Lay out a run's scratch directory: WORK holds the target (the old
+    content, or nothing), INPUT the new content the program reads."""
+    (scratch / WORK).mkdir()
+    (scratch / INPUT).mkdir()
+    (scratch / "snaps").mkdir()
+    (scratch / INPUT / NEW).write_bytes(new)
+    if old is not None:
+        (scratch / WORK / TARGET).write_bytes(old)
+
+
+def execute_run(combo, plan, scratch, timeout, record=True):
+    """Run the combo's program once under `plan` in a fresh scratch."""
+    old, new = contents(combo)
+    prepare(scratch, old, new)
+    argv = combo.spec.argv(bin=str(ROOT / "workloads" / "bin"),
+                           target=TARGET, new=f"../{INPUT}/{NEW}",
+                           strategy=combo.strategy)
+    tr = scratch / "trace.jsonl"
+    run = runner.run(argv, cwd=scratch / WORK, plan=plan, trace=tr,
+                     watch=scratch / WORK,
+                     snapdir=scratch / "snaps" if record else None,
+                     shared=scratch / "shared", timeout=timeout)
+    return Outcome(run=run, scratch=scratch, records=trace.load(tr))
+
+
+def targeted_calls(records, watch, all_calls=False):
+    """The call records the sweep faults, in trace order: calls on a path
+    inside the scratch work directory (the target, its temp files, the
+    directory itself) and whole-system syncs."""
+    return [r for r in trace.calls(records)
+            if all_calls or touches(r, watch)]
+
+
+def touches(rec, watch):
+    """Whether a call record concerns the scratch work directory (or all
+    of the file system, for sync and syncfs)."""
+    if rec["call"] in ("sync", "syncfs"):
+        return True
+    base = str(watch)
+    return any(p == base or p.startswith(base + "/")
+               for p in (rec.get("path"), rec.get("path2")) if p)
+
+
+# -------------------------------------------------------------- enumerate
+
+def combos(specs):
+    for spec in specs:
+        for strategy in (spec.strategies or [None]):
+            for size in spec.sizes:
+                yield Combo(spec, strategy, size)
+
+
+def enumerate_cases(specs, settings, log=print):
+    """Run every combo's baseline (in parallel), then list the cases.
+    Returns (cases, combos by prefix). The baselines stay in the work
+    directory: their traces feed the power-loss cases."""
+    work = settings.work
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    all_combos = list(combos(specs))
+    log(f"crashcheck: recording {len(all_combos)} baseline runs "
+        f"({settings.jobs} jobs)")
+
+    def baseline(combo):
+        scratch = work / combo.prefix
+        scratch.mkdir()
+        out = execute_run(combo, "", scratch, timeout_of(combo, settings))
+        save_run(out)
+        return combo, out
+
+    cases = []
+    with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
+        for combo, out in pool.map(baseline, all_combos):
+            cases.extend(cases_of(combo, out, settings))
+    return cases, {c.prefix: c for c in all_combos}
+
+
+def timeout_of(combo, settings):
+    return settings.timeout if settings.timeout is not None else combo.spec.timeout
+
+
+def cases_of(combo, out, settings):
+    pre = combo.prefix
+    run = out.run
+    cases = []
+    if run.skipped:
+        reason = skip_reason(run)
+        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                     skip=reason)]
+    if "baseline" in settings.kinds:
+        cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline"))
+    table = calls.table()
+    for rec in targeted_calls(out.records, out.workdir, settings.all_calls):
+        call, n = rec["call"], rec["n"]
+        faults = set(table[call].faults) if call in table else set()
+        if (rec.get("len") or 0) < 2:
+            faults.discard("short")     # nothing shorter than 1 byte to write
+        for kind, plan in fault_plans(call, n, faults):
+            if kind in settings.kinds:
+                cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
+                                  plan=plan, call=f"{call}#{n}"))
+    if "powerloss" in settings.kinds and run.status == 0:
+        for model in settings.models:
+            for i, label in enumerate(explorer.crash_points(out.records)):
+                tag = point_tag(label)
+                cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
+                                  combo=pre, kind="powerloss", call=tag,
+                                  model=model, point=i))
+    return cases
+
+
+def point_tag(label):
+    """'after rename#1' -> 'rename#1'; 'before first call' -> 'start';
+    'after exit' -> 'exit'."""
+    if label.startswith("after ") and label != "after exit":
+        return label[len("after "):]
+    return {"after exit": "exit"}.get(label, "start")
+
+
+def skip_reason(run):
+    lines = run.stderr_text().strip().splitlines()
+    return lines[-1] if lines else "the program exited 77 (not supported here)"
+
+
+# ---------------------------------------------------------------- execute
+
+def fault_fired(records, plan):
+    return any(f.count for f in trace.fired(records, plan_rules(plan)))
+
+
+def plan_rules(plan):
+    return [r for r in plan.split(";") if r] if plan else []
+
+
+def on_data_path(records, watch):
+    """Whether a fired fault hit a call that touches the scratch directory
+    (the target, its temp file, the directory) or a whole-system sync: a
+    program that swallows such an error has lied about its data."""
+    return any(r.get("fault") and touches(r, watch)
+               for r in trace.calls(records))
+
+
+def load_run(scratch):
+    """A baseline saved by enumerate_cases, as an Outcome."""
+    with open(scratch / "run.json") as fh:
+        info = json.load(fh)
+    run = runner.Run(argv=info["argv"], status=info["status"],
+                     signal=info["signal"], timed_out=info["timed_out"],
+                     duration=info["duration"],
+                     stdout=b"", stderr=info["stderr"].encode(),
+                     trace_path=scratch / "trace.jsonl")
+    return Outcome(run=run, scratch=scratch,
+                   records=trace.load(scratch / "trace.jsonl"))
+
+
+def save_run(out):
+    r = out.run
+    info = {"argv": r.argv, "status": r.status, "signal": r.signal,
+            "timed_out": r.timed_out, "duration": r.duration,
+            "stderr": r.stderr_text()}
+    with open(out.scratch / "run.json", "w") as fh:
+        json.dump(info, fh)
+
+
+class Judge:
+    """Executes and judges cases for one sweep; one per pytest process.
+    Explored crash states of a baseline are cached: the power-loss cases
+    of one combo and model share one exploration."""
+
+    def __init__(self, specs, settings):
+        self.settings = settings
+        self.combos = {c.prefix: c for c in combos(specs)}
+        self._explored = {}
+
+    # ---- helpers
+    def contract(self, combo):
+        return combo.spec.contract
+
+    def explore(self, out, model, exit_ok):
+        return explorer.explore(out.records, out.snapdir, model, TARGET,
+                                cap=self.settings.cap, seed=self.settings.seed,
+                                exit_ok=exit_ok)
+
+    def baseline_points(self, combo, model):
+        key = (combo.prefix, model)
+        if key not in self._explored:
+            out = load_run(self.settings.work / combo.prefix)
+            self._explored[key] = (out, self.explore(out, model, out.run.status == 0))
+        return self._explored[key]
+
+    def states(self, combo, points, only_after_exit=False):
+        """Crash states as the oracle wants them, with a checker verdict
+        per state for checker contracts."""
+        out = []
+        for p in points:
+            if only_after_exit and p.label != "after exit":
+                continue
+            for st in p.states:
+                st.claimed = p.claimed
+                if combo.spec.contract == "check":
+                    st.check = self.run_checker(combo, st, p.claimed)
+                out.append(st)
+        return out
+
+    def run_checker(self, combo, state, claimed):
+        scratch = runner.make_scratch("crashcheck-state-")
+        try:
+            explorer.layout(state, scratch)
+            return self.check(combo, scratch, "new" if claimed else "old-or-new")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def check(self, combo, directory, expect):
+        old, new = contents(combo)
+        argv = combo.spec.check_argv(bin=str(ROOT / "workloads" / "bin"),
+                                     target=TARGET, new=f"../{INPUT}/{NEW}",
+                                     strategy=combo.strategy)
+        env = dict(os.environ, CRASHCHECK_EXPECT=expect)
+        run = runner.run(argv, cwd=directory, env=env, preload=False,
+                         timeout=timeout_of(combo, self.settings))
+        text = (run.stdout + run.stderr).decode("utf-8", "replace")
+        status = run.status if run.status is not None else 128 + (run.signal or 0)
+        return oracle.CheckResult(status=status, output=text, expect=expect)
+
+    # ---- the case
+    def execute(self, case):
+        combo = self.combos[case.combo]
+        old, new = contents(combo)
+        base = dict(contract=combo.spec.contract, old=old, new=new,
+                    kind=case.kind, plan=case.plan,
+                    require_message=combo.spec.path.parent == SPEC_DIR)
+        if case.skip:
+            verdict = oracle.judge(oracle.Outcome(skip=case.skip, **base))
+            return self.result(case, combo, verdict, None, states=0)
+        if case.kind == "powerloss":
+            out, points = self.baseline_points(combo, case.model)
+            st = self.states(combo, [points[case.point]])
+            verdict = oracle.judge(oracle.Outcome(
+                status=out.run.status, crash_states=st, **self.visible(combo, out),
+                **base))
+            return self.result(case, combo, verdict, out, states=len(st),
+                                keep=False)
+        if case.kind == "baseline":
+            out = load_run(self.settings.work / combo.prefix)
+            return self.judge_run(case, combo, out, base, keep=False)
+        scratch = runner.make_scratch()
+        try:
+            out = execute_run(combo, case.plan, scratch, timeout_of(combo, self.settings))
+            return self.judge_run(case, combo, out, base, keep=True)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def visible(self, combo, out):
+        path = out.workdir / TARGET
+        target = path.read_bytes() if path.is_file() else None
+        vis = {"target": target}
+        if combo.spec.contract == "check":
+            vis["check"] = self.check(combo, out.workdir, "new"
+                                      if out.run.status == 0 else "old-or-new")
+        return vis
+
+    def judge_run(self, case, combo, out, base, keep):
+        run = out.run
+        facts = dict(
+            fault_fired=fault_fired(out.records, case.plan) if case.plan else False,
+            fault_on_data_path=on_data_path(out.records, out.workdir),
+            status=run.status, signal=run.signal, timed_out=run.timed_out,
+            # SIGKILL after the library's crash record is the planned crash;
+            # any other death by signal is the program's own.
+            harness_killed=run.signal == 9 and any(
+                r["ev"] == "crash" for r in out.records),
+            timeout=timeout_of(combo, self.settings),
+            stderr=run.stderr_text(), **self.visible(combo, out), **base)
+        verdict = oracle.judge(oracle.Outcome(**facts))
+        judged, model = 0, None
+        # A program that claims success is also judged at its after-exit
+        # crash point, under each model: that is where a retried fsync or
+        # a missing directory fsync shows. The first model that finds
+        # something decides.
+        if verdict.ok and run.status == 0:
+            for m in self.settings.models:
+                states = self.states(combo, self.explore(out, m, True),
+                                     only_after_exit=True)
+                judged += len(states)
+                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+                if not verdict.ok:
+                    model = m
+                    break
+        return self.result(case, combo, verdict, out, states=judged,
+                           model=model, keep=keep)
+
+    def result(self, case, combo, verdict, out, states, model=None, keep=False):
+        """The case's entry of results.json (docs/design.md), and for a
+        finding (or with --keep) its directory under results/cases/."""
+        spec = combo.spec
+        expected = [e for e in spec.expect if e.applies(
+            kind=case.kind, model=case.model or model, strategy=combo.strategy,
+            size=combo.size, call=case.call or None)]
+        finding = verdict.verdict not in ("ok", "skipped")
+        if verdict.verdict == "harness-error":
+            passed = False
+        elif not finding:
+            passed = True
+        else:
+            passed = any(e.verdict == verdict.verdict for e in expected)
+        run = out.run if out is not None else None
+        base = str(out.workdir) if out is not None else None
+        excerpt = []
+        fired = []
+        if out is not None:
+            excerpt = [trace.format_call(r, base, root=str(out.scratch))
+                       for r in out.records if r["ev"] in ("call", "crash")]
+            fired = [{"rule": f.rule, "count": f.count}
+                     for f in trace.fired(out.records, plan_rules(case.plan))]
+        res = {
+            "id": case.id,
+            "workload": spec.name,
+            "strategy": combo.strategy,
+            "size": combo.size,
+            "kind": case.kind,
+            "plan": case.plan,
+            "call": case.call,
+            "model": case.model or model,
+            "states": states,
+            "seed": self.settings.seed,
+            "verdict": verdict.verdict,
+            "passed": passed,
+            "expected": [expect_dict(e) for e in expected],
+            "finding": verdict.finding,
+            "explanation": verdict.explanation,
+            "state": verdict.state,
+            "reproduce": reproduce(spec, case),
+            "exit": {"status": run.status if run else None,
+                     "signal": run.signal if run else None,
+                     "timed_out": run.timed_out if run else False},
+            "stderr": run.stderr_text() if run else "",
+            "fired": fired,
+            "trace_excerpt": excerpt_around(excerpt, case.call),
+            "dir": "",
+            "duration": round(run.duration, 6) if run else 0.0,
+        }
+        if out is not None and keep and (finding or self.settings.keep):
+            res["dir"] = save_case_dir(self.settings.out, res, out, excerpt, combo)
+        return res
+
+
+EXCERPT_LINES = 40
+
+
+def excerpt_around(lines, call):
+    """At most EXCERPT_LINES lines of the trace, centred on the targeted
+    call: enough to see what led to it and what followed."""
+    if len(lines) <= EXCERPT_LINES:
+        return lines
+    at = next((i for i, l in enumerate(lines) if call and l.startswith(call + " ")), 0)
+    start = max(0, min(at - EXCERPT_LINES // 2, len(lines) - EXCERPT_LINES))
+    return lines[start:start + EXCERPT_LINES]
+
+
+def expect_dict(e):
+    return {k: v for k, v in e.__dict__.items() if v is not None}
+
+
+def reproduce(spec, case):
+    """One command that reruns this case alone."""
+    try:
+        path = spec.path.resolve().relative_to(ROOT)
+        prog = "scripts/crashcheck"
+    except ValueError:
+        path = spec.path.resolve()
+        prog = str(ROOT / "scripts" / "crashcheck")
+    return f"{prog} run {path} --case '{case.id}'"
+
+
+def safe_name(case_id):
+    """A case id as a directory name: '#', '+' and '=' are fine on every
+    filesystem we run on; '/' is not."""
+    return case_id.replace("/", "_")
+
+
+def save_case_dir(outdir, res, out, excerpt, combo):
+    """results/cases/<id>/: the full trace, stderr, the final state and its
+    difference from old and new, for a person to read."""
+    d = outdir / "cases" / safe_name(res["id"])
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    (d / "trace.txt").write_text("\n".join(excerpt) + "\n")
+    tr = out.scratch / "trace.jsonl"
+    if tr.exists():
+        shutil.copyfile(tr, d / "trace.jsonl")
+    (d / "stderr.txt").write_text(res["stderr"])
+    state = d / "state"
+    shutil.copytree(out.workdir, state, symlinks=True)
+    old, new = contents(combo)
+    target = out.workdir / TARGET
+    got = target.read_bytes() if target.is_file() else None
+    (d / "diff.txt").write_text(
+        f"target against new: {payload.describe(got, old, new)}\n")
+    with open(d / "result.json", "w") as fh:
+        json.dump(res, fh, indent=1, sort_keys=True)
+    try:
+        return str(d.relative_to(outdir.parent)) + "/"
+    except ValueError:
+        return str(d) + "/"
+
+
+def uncaught(specs, results):
+    """One line per expectation of a buggy variant that no case met, e.g.
+    'no-fsync: expected not-durable (kind=powerloss), got no such case'."""
+    lines = []
+    by_workload = {}
+    for r in results:
+        by_workload.setdefault(r["workload"], []).append(r)
+    for spec in specs:
+        for e in spec.expect:
+            mine = [r for r in by_workload.get(spec.name, [])
+                    if e.applies(kind=r["kind"], model=r["model"],
+                                 strategy=r["strategy"], size=r["size"],
+                                 call=r["call"] or None)]
+            if any(r["verdict"] == e.verdict for r in mine):
+                continue
+            seen = sorted({r["verdict"] for r in mine})
+            lines.append(f"{spec.name}: expected {e.describe()}, "
+                         + (f"got only {', '.join(seen)}" if seen
+                            else "but no case applies"))
+    return lines

@@ -1,0 +1,171 @@
+"""End-to-end tests of the sweep (`crashcheck run`): the correct workloads
+stay clean, a deliberately broken copy of replace is caught, and the
+reproduce command of its finding reproduces it."""
+
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT
+
+CRASHCHECK = ROOT / "scripts" / "crashcheck"
+LIB = ROOT / "workloads" / "lib"
+
+
+def spec(path, name, command, strategies, sizes, contract="atomic", extra=""):
+    strat = f"strategies = {json.dumps(strategies)}\n" if strategies else ""
+    path.write_text(
+        f'name = "{name}"\n'
+        f'description = "test workload {name}"\n'
+        f"command = {json.dumps(command)}\n{strat}"
+        f'contract = "{contract}"\n'
+        f"sizes = {json.dumps(sizes)}\n{extra}")
+    return path
+
+
+def sweep(*args, cwd=ROOT):
+    return subprocess.run([str(CRASHCHECK), "run", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def results(out):
+    with open(out / "results.json") as fh:
+        return json.load(fh)
+
+
+@pytest.fixture(scope="module")
+def clean_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("clean")
+    specs = [spec(tmp / f"{w}.toml", w, [f"{{bin}}/{w}", "--strategy={strategy}",
+                                         "{target}", "{new}"],
+                  ["stdio", "direct", "sync", "mmap"], [0, 4097],
+                  contract="atomic" if w == "replace" else "in-place")
+             for w in ("replace", "overwrite")]
+    out = tmp / "out"
+    proc = sweep(*specs, "--out", out)
+    return proc, out
+
+
+def test_correct_workloads_are_clean(clean_sweep):
+    proc, out = clean_sweep
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = results(out)
+    verdicts = {c["verdict"] for c in data["cases"]}
+    assert verdicts <= {"ok", "skipped"}, verdicts
+    assert data["summary"]["failed"] == 0
+
+
+def test_every_strategy_and_fault_class_appears(clean_sweep):
+    _, out = clean_sweep
+    cases = results(out)["cases"]
+    assert {c["strategy"] for c in cases} == {"stdio", "direct", "sync", "mmap"}
+    assert {c["kind"] for c in cases} == {"baseline", "eintr", "short", "enospc",
+                                          "eio", "crash", "powerloss"}
+    assert {c["model"] for c in cases if c["kind"] == "powerloss"} == \
+        {"posix", "ext4-ordered"}
+
+
+def test_every_case_confirms_its_fault_fired(clean_sweep):
+    _, out = clean_sweep
+    for c in results(out)["cases"]:
+        if c["plan"]:
+            assert c["fired"] and all(f["count"] > 0 for f in c["fired"]), c["id"]
+
+
+def test_case_ids_are_coordinates(clean_sweep):
+    _, out = clean_sweep
+    ids = {c["id"] for c in results(out)["cases"]}
+    assert "replace-mmap-4097B-msync#1=EIO" in ids
+    assert "replace-sync-4097B-write#2=EINTR" in ids or \
+        "replace-sync-4097B-write#1=EINTR" in ids
+    assert "replace-stdio-4097B-rename#1=crash" in ids
+    assert "replace-stdio-4097B-powerloss@rename#1-posix" in ids
+
+
+def test_reports_are_written(clean_sweep):
+    _, out = clean_sweep
+    for name in ("results.json", "report.md", "report.html", "junit.xml"):
+        assert (out / name).stat().st_size > 0, name
+    assert not (out / ".work").exists()
+
+
+def broken_replace(tmp):
+    """replace with the temp file's fsync result ignored, built from the
+    tree's own sources."""
+    src = (LIB / "put.c").read_text()
+    broken, n = re.subn(r"if \(fsync\(fileno\(fp\)\) < 0\) \{",
+                        "if (fsync(fileno(fp)) < 0 && 0) {", src)
+    assert n == 1, "put.c no longer has the stdio fsync check this test breaks"
+    (tmp / "put.c").write_text(broken)
+    objs = [str(LIB / f"{m}.c") for m in ("error", "io", "update", "cli")]
+    exe = tmp / "replace-broken"
+    subprocess.run(["cc", "-D_GNU_SOURCE", "-I", str(ROOT / "workloads"),
+                    "-I", str(LIB), "-o", str(exe), str(ROOT / "workloads" / "replace.c"),
+                    str(tmp / "put.c"), *objs], check=True)
+    return exe
+
+
+def test_broken_copy_is_caught_and_reproduced(tmp_path):
+    exe = broken_replace(tmp_path)
+    s = spec(tmp_path / "broken.toml", "broken",
+             [str(exe), "--strategy={strategy}", "{target}", "{new}"],
+             ["stdio"], [4097])
+    out = tmp_path / "out"
+    proc = sweep(s, "--out", out, "--faults", "baseline,eio")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    cases = {c["id"]: c for c in results(out)["cases"]}
+    c = cases["broken-stdio-4097B-fsync#1=EIO"]
+    assert c["verdict"] == "unreported-error"
+    assert not c["passed"]
+    assert "fsync#1" in c["finding"] and "EIO" in c["finding"]
+    assert "FINDING broken-stdio-4097B-fsync#1=EIO" in proc.stdout
+    assert (out / "cases" / "broken-stdio-4097B-fsync#1=EIO" / "trace.txt").is_file()
+    # The reproduce command reruns that case alone, with the same verdict.
+    argv = shlex.split(c["reproduce"])
+    assert Path(argv[0]).name == "crashcheck" and argv[1] == "run"
+    again = tmp_path / "again"
+    rerun = subprocess.run([*argv, "--out", str(again)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert rerun.returncode == 1
+    rc = results(again)["cases"]
+    assert [x["id"] for x in rc] == [c["id"]]
+    assert rc[0]["verdict"] == "unreported-error"
+
+
+def test_bad_spec_exits_2_naming_the_field(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\ndescription = "d"\ncommand = ["true"]\n'
+                   'contract = "atomic"\nsizes = [1]\n')
+    proc = sweep(bad)
+    assert proc.returncode == 2
+    assert "command" in proc.stderr and str(bad) in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_case_exits_2(tmp_path):
+    s = spec(tmp_path / "r.toml", "r", ["{bin}/replace", "--strategy={strategy}",
+                                        "{target}", "{new}"], ["sync"], [1])
+    proc = sweep(s, "--out", tmp_path / "o", "--case", "r-sync-1B-nope#1=EIO")
+    assert proc.returncode == 2
+    assert "no such case" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--faults", "eio,bogus"], "--faults"),
+    (["--model", "ext3"], "--model"),
+    (["--jobs", "0"], "--jobs"),
+    (["--shard", "3/2"], "--shard"),
+    (["--seed", "x"], "--seed"),
+    (["--timeout", "-1"], "--timeout"),
+])
+def test_bad_options_exit_2(tmp_path, args, word):
+    s = spec(tmp_path / "r.toml", "r", ["{bin}/replace", "--strategy={strategy}",
+                                        "{target}", "{new}"], ["sync"], [1])
+    proc = sweep(s, "--out", tmp_path / "o", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert word in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
