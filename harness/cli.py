@@ -25,7 +25,7 @@ from pathlib import Path
 from . import UsageError
 from . import calls as calls_mod
 from . import plan as plan_mod
-from . import runcmd, runner
+from . import audit, mergecmd, replay, runcmd, runner
 from . import trace as trace_mod
 
 PROG = "crashcheck"
@@ -310,6 +310,9 @@ SUBCOMMANDS = {
     "inject": (setup_inject, cmd_inject),
     "trace": (setup_trace, cmd_trace),
     "run": (runcmd.setup_run, runcmd.cmd_run),
+    "replay": (replay.setup_replay, replay.cmd_replay),
+    "audit": (audit.setup_audit, audit.cmd_audit),
+    "merge": (mergecmd.setup_merge, mergecmd.cmd_merge),
 }
 
 

@@ -264,10 +264,18 @@ def _because(why):
     return f": {why}." if why else "."
 
 
+def _sentence(rule):
+    """An explorer rule ("fsync the directory after the rename") as the
+    closing sentence of an explanation (it starts with a function name,
+    so it keeps its lower case)."""
+    rule = (rule or "").strip()
+    return rule if not rule or rule.endswith(".") else rule + "."
+
+
 def _torn_text(o, verdict, st=None):
     if st is not None:
         left = "absent" if verdict == "missing" else "neither old nor new"
-        fix = st.rule or ("Write a temporary file, fsync it, rename it over the "
+        fix = _sentence(st.rule) or ("Write a temporary file, fsync it, rename it over the "
                           "target, then fsync the directory.")
         return (f"A power cut at this point ({st.label}) leaves the target "
                 f"{left}{_because(st.why)} {fix}")
@@ -322,7 +330,7 @@ def _crash_state_verdict(o, succeeded):
     finding = f"crash state '{st.label}': expected {_expected(o, claimed)}, found {found}{also}"
     if verdict == "not-durable":
         if st.rule:
-            rule = st.rule
+            rule = _sentence(st.rule)
         elif o.contract == "in-place":
             rule = "Call fsync (or fdatasync) on the file and check it before exiting 0."
         else:

@@ -169,3 +169,37 @@ def test_bad_options_exit_2(tmp_path, args, word):
     assert proc.returncode == 2, proc.stderr
     assert word in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_replay_lays_out_the_crash_state(tmp_path):
+    """A power-loss finding (no fsync of the directory after the rename)
+    replayed into a directory: the target there is the old content, and
+    the README says what did not persist and the rule."""
+    exe = ROOT / "workloads" / "bin" / "no-dir-fsync"
+    s = spec(tmp_path / "nd.toml", "nd",
+             [str(exe), "--strategy={strategy}", "{target}", "{new}"],
+             ["sync"], [4097], extra='teaches = "t"\n[[expect]]\n'
+             'verdict = "not-durable"\n')
+    out = tmp_path / "out"
+    proc = sweep(s, "--out", out, "--faults", "powerloss", "--model", "posix")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    case = next(c for c in results(out)["cases"]
+                if c["id"] == "nd-sync-4097B-powerloss@exit-posix")
+    assert case["verdict"] == "not-durable" and case["passed"]
+    assert "after exit" in case["explanation"]
+    assert "fsync the directory" in case["explanation"]
+    dest = tmp_path / "replay"
+    rp = subprocess.run([str(CRASHCHECK), "replay", "--results",
+                         str(out / "results.json"), "--out", str(dest), case["id"]],
+                        capture_output=True, text=True, timeout=120)
+    assert rp.returncode == 0, rp.stderr
+    readme = (dest / "README.txt").read_text()
+    assert "did not persist" in readme and "fsync the directory" in readme
+    assert "target:      the old content" in readme
+    old_new = subprocess.run(
+        ["/usr/bin/python3", "-c",
+         "import sys; from harness import payload, sweep, spec;"
+         "c = next(sweep.combos([spec.load(sys.argv[1])]));"
+         "o, n = sweep.contents(c); sys.stdout.buffer.write(o)", str(s)],
+        capture_output=True, cwd=ROOT, check=True).stdout
+    assert (dest / "state" / "target").read_bytes() == old_new

@@ -1,0 +1,163 @@
+"""`crashcheck replay CASE-ID`: lay out the state a finding is about.
+
+A power-loss finding names a crash state that only ever existed inside
+the explorer; a fault finding names the directory a failed run left. To
+let a person look at it, replay reruns the case exactly as the sweep did
+(same spec, seed and cap, read from the results it was found in), and
+writes the deciding state's files into a directory, with a README.txt
+that says what persisted, what did not, and which rule that breaks.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+from . import ROOT, UsageError, explorer, payload
+from . import spec as specmod
+from . import sweep
+
+DEFAULT_RESULTS = ROOT / "results" / "results.json"
+
+
+def setup_replay(p):
+    p.add_argument("case_id", metavar="CASE-ID",
+                   help="the id of a case, as results.json and the console "
+                        "print it")
+    p.add_argument("--results", metavar="FILE",
+                   help="the results.json the case is in (default: "
+                        "results/results.json, then results/rerun/results.json)")
+    p.add_argument("--out", metavar="DIR",
+                   help="where to lay the state out (default: "
+                        "results/replay/<case-id>/)")
+
+
+def find_case(case_id, results_path):
+    candidates = [Path(results_path)] if results_path else [
+        DEFAULT_RESULTS, ROOT / "results" / "rerun" / "results.json"]
+    for path in candidates:
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            if results_path:
+                raise UsageError(f"no results file: {path}") from None
+            continue
+        except (OSError, ValueError) as e:
+            raise UsageError(f"cannot read {path}: {e}") from None
+        for case in data.get("cases", []):
+            if case.get("id") == case_id:
+                return case, data.get("summary", {}), path
+    where = " or ".join(str(p) for p in candidates)
+    raise UsageError(f"no case '{case_id}' in {where}")
+
+
+def spec_for(case, summary, results_path):
+    for s in (summary.get("run") or {}).get("specs", []):
+        p = Path(s)
+        if not p.is_absolute():
+            p = ROOT / p
+        try:
+            spec = specmod.load(p)
+        except specmod.SpecError:
+            continue
+        if spec.name == case["workload"]:
+            return spec
+    raise UsageError(f"the spec of workload '{case['workload']}' named in "
+                     f"{results_path} is gone or changed")
+
+
+def cmd_replay(args):
+    """lay out the crash state (or final state) of a case in a directory
+
+    Reruns CASE-ID as the sweep ran it (its spec, seed and cap come from
+    the results.json it is in) and writes the state its verdict was
+    decided on -- the crash state of a power-loss finding, or what the
+    program left behind -- into results/replay/<case-id>/state/, with a
+    README.txt saying what persisted, what did not, and the rule it
+    breaks. Exit 0 when the rerun reaches the recorded verdict, 1 when it
+    does not (the directory is still written), 2 for a bad case id or
+    results file.
+    """
+    case_id = args.case_id
+    recorded, summary, path = find_case(case_id, args.results)
+    spec = spec_for(recorded, summary, path)
+    run = summary.get("run") or {}
+    model = recorded.get("model")
+    dest = Path(args.out) if args.out else \
+        ROOT / "results" / "replay" / sweep.safe_name(case_id)
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--out: '{dest}' is not a directory")
+
+    work = sweep.runner.make_scratch("crashcheck-replay-")
+    try:
+        settings = sweep.Settings(
+            out=work, models=(model,) if model else sweep.MODELS,
+            seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
+            jobs=1)
+        settings.work.mkdir(parents=True)
+        combo = next((c for c in sweep.combos([spec])
+                      if case_id.startswith(c.prefix + "-")), None)
+        if combo is None:
+            raise UsageError(f"case '{case_id}' matches no strategy and size "
+                             f"of {spec.path}")
+        scratch = settings.work / combo.prefix
+        scratch.mkdir()
+        base = sweep.execute_run(combo, "", scratch,
+                                 sweep.timeout_of(combo, settings))
+        sweep.save_run(base)
+        case = next((c for c in sweep.cases_of(combo, base, settings)
+                     if c.id == case_id), None)
+        if case is None:
+            raise UsageError(f"case '{case_id}' no longer exists: the program's "
+                             "calls changed since the recorded run")
+        judge = sweep.Judge([spec], settings)
+        judge.hold = True
+        res = judge.execute(case)
+        try:
+            state_dir = lay_out(judge, res, dest, combo)
+        finally:
+            if judge.last_scratch is not None:
+                shutil.rmtree(judge.last_scratch, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    same = res["verdict"] == recorded["verdict"]
+    print(f"crashcheck: {case_id}: {res['verdict']}"
+          + ("" if same else f" (recorded: {recorded['verdict']})"))
+    if res.get("finding"):
+        print(f"crashcheck: {res['finding']}")
+    print(f"crashcheck: state laid out in {state_dir} (see {dest / 'README.txt'})")
+    return 0 if same else 1
+
+
+def lay_out(judge, res, dest, combo):
+    """Write the deciding state into dest/state and the story into
+    dest/README.txt; returns the state directory."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    state_dir = dest / "state"
+    dest.mkdir(parents=True)
+    old, new = sweep.contents(combo)
+    target = sweep.target_name(combo.spec)
+    st = next((s for s in judge.last_states if s.label == res.get("state")), None)
+    lines = [f"case:        {res['id']}",
+             f"verdict:     {res['verdict']}"]
+    if res.get("finding"):
+        lines.append(f"finding:     {res['finding']}")
+    if st is not None:
+        explorer.layout(st, state_dir)
+        lines += [f"crash state: {st.label} ({res.get('model')} model)",
+                  f"persisted:   {st.why}",
+                  f"rule:        {st.rule or '-'}"]
+        got = st.target
+    else:
+        shutil.copytree(judge.last_out.workdir, state_dir, symlinks=True)
+        lines.append("state:       the directory the run left behind")
+        p = state_dir / target
+        got = p.read_bytes() if p.is_file() else None
+    lines.append(f"target:      {payload.describe(got, old, new)}")
+    if res.get("explanation"):
+        lines += ["", res["explanation"]]
+    lines += ["", f"reproduce:   {res['reproduce']}"]
+    (dest / "README.txt").write_text("\n".join(lines) + "\n")
+    return state_dir
