@@ -30,6 +30,14 @@ sizes        required. Non-empty list of distinct integers in 0..64 MiB: the
 old          "payload" (default): the target starts with an old payload;
              "absent": the target does not exist before the run.
 timeout      seconds per run, a number in (0, 600], default 10.
+disk         "normal" (default): runs use the scratch filesystem, with every
+             disk error injected. "full": every run's work directory (the
+             target and the program's temp files) is a real tmpfs with
+             room for the old target plus one page less than the new
+             content needs (harness/fullfs.py), for failures no injection
+             can produce, such as SIGBUS from a store into a mapping that
+             finds no free block. Needs root to mount; elsewhere the spec's
+             cases are skipped with the reason.
 teaches      buggy variants: one line naming the variant's defect and the
              rule it breaks; required when `expect` is given, shown in the
              report next to the verdict that caught it.
@@ -69,6 +77,7 @@ MAX_TIMEOUT = 600
 PLACEHOLDERS = ("bin", "target", "new", "strategy")
 CONTRACTS = ("atomic", "in-place")
 OLD_STATES = ("payload", "absent")
+DISKS = ("normal", "full")
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 _CALL = re.compile(r"[a-z_][a-z0-9_]*#[1-9][0-9]*\+?\Z")
@@ -77,7 +86,7 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
-          "sizes", "old", "timeout", "teaches", "fixed_by", "expect")
+          "sizes", "old", "timeout", "disk", "teaches", "fixed_by", "expect")
 EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call")
 
 
@@ -135,6 +144,7 @@ class Spec:
     old: str                    # "payload" or "absent"
     timeout: float              # seconds per run
     expect: tuple = ()          # Expect entries; () for correct workloads
+    disk: str = "normal"        # "normal" or "full" (a real full tmpfs)
     teaches: str | None = None
     fixed_by: str | None = None
 
@@ -292,6 +302,8 @@ def _parse(path, data):
     if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
         c.fail("timeout", f"{timeout} is not in (0, {MAX_TIMEOUT}] seconds")
 
+    disk = c.choice("disk", data.get("disk", "normal"), DISKS)
+
     expect = []
     raw_expect = data.get("expect", [])
     if not isinstance(raw_expect, list) or not all(isinstance(e, dict) for e in raw_expect):
@@ -317,7 +329,7 @@ def _parse(path, data):
 
     return Spec(path=Path(path), name=name, description=description, command=command,
                 strategies=strategies, contract=contract, check=check, sizes=sizes,
-                old=old, timeout=float(timeout), expect=tuple(expect),
+                old=old, timeout=float(timeout), disk=disk, expect=tuple(expect),
                 teaches=teaches, fixed_by=fixed_by)
 
 
@@ -372,6 +384,9 @@ def load(path):
             raise SpecError(path, "end of file",
                             f"bad TOML: {_TOML_EOF.sub('', msg)}") from None
         raise SpecError(path, None, f"bad TOML: {msg}") from None
+    except RecursionError:
+        # tomllib recurses once per nesting level of arrays and tables
+        raise SpecError(path, None, "bad TOML: nested too deeply") from None
     return _parse(path, data)
 
 

@@ -8,6 +8,10 @@
 
 #include "error.h"
 #include "io.h"
+#include "replaceable.h"
+
+/* Weak, so that a buggy variant can replace it: see replaceable.h. */
+#pragma weak io_write_all_with
 
 int io_write_all_with(io_write_fn *wr, int fd, const void *buf, size_t len)
 {

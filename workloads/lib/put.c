@@ -24,6 +24,16 @@
 #include "error.h"
 #include "io.h"
 #include "put.h"
+#include "replaceable.h"
+
+/*
+ * Weak, so that a buggy variant (workloads/variants/) can link its own
+ * copy of one strategy in place of ours: see replaceable.h.
+ */
+#pragma weak put_stdio
+#pragma weak put_direct
+#pragma weak put_sync
+#pragma weak put_mmap
 
 static const char *const strategy_names[] = {
 	[PUT_STDIO] = "stdio",
@@ -49,7 +59,7 @@ const char *put_strategy_name(enum put_strategy s)
 	return strategy_names[s];
 }
 
-static int open_flags(enum put_mode mode)
+int put_open_flags(enum put_mode mode)
 {
 	/*
 	 * O_EXCL: a leftover file of that name belongs to someone else (or
@@ -64,8 +74,8 @@ static int open_flags(enum put_mode mode)
  * fflush would make durable whatever reached the kernel so far, which may
  * be nothing.
  */
-static int put_stdio(const char *path, enum put_mode mode, const void *data,
-		     size_t size, int *created)
+int put_stdio(const char *path, enum put_mode mode, const void *data,
+	      size_t size, int *created)
 {
 	FILE *fp;
 	int err = 0;
@@ -131,14 +141,14 @@ out:
  * O_DIRECT skips the page cache, not the drive's volatile write cache, and
  * says nothing about the file's size or block map: fsync is still needed.
  */
-static int put_direct(const char *path, enum put_mode mode, const void *data,
-		      size_t size, int *created)
+int put_direct(const char *path, enum put_mode mode, const void *data,
+	       size_t size, int *created)
 {
 	char *buf = NULL;
 	size_t unit, padded;
 	int fd, ret, err = 0;
 
-	fd = open(path, open_flags(mode) | O_WRONLY | O_DIRECT, 0666);
+	fd = open(path, put_open_flags(mode) | O_WRONLY | O_DIRECT, 0666);
 	if (fd < 0) {
 		/*
 		 * EINVAL at open is how a filesystem refuses O_DIRECT. Some
@@ -202,12 +212,12 @@ out:
  * payload needs. O_DSYNC covers write(2) only: an in-place overwrite's
  * ftruncate changes the size outside any write, so fdatasync follows it.
  */
-static int put_sync(const char *path, enum put_mode mode, const void *data,
-		    size_t size, int *created)
+int put_sync(const char *path, enum put_mode mode, const void *data,
+	     size_t size, int *created)
 {
 	int fd, err = 0;
 
-	fd = open(path, open_flags(mode) | O_WRONLY | O_DSYNC, 0666);
+	fd = open(path, put_open_flags(mode) | O_WRONLY | O_DSYNC, 0666);
 	if (fd < 0)
 		return error_errno("open '%s'", path);
 	if (mode == PUT_CREATE)
@@ -245,14 +255,14 @@ out:
  * (mmap rejects length 0): then there is nothing to copy, and the fsync
  * alone makes the (empty) file durable.
  */
-static int put_mmap(const char *path, enum put_mode mode, const void *data,
-		    size_t size, int *created)
+int put_mmap(const char *path, enum put_mode mode, const void *data,
+	     size_t size, int *created)
 {
 	void *map = MAP_FAILED;
 	int fd, ret, err = 0;
 
 	/* A writable MAP_SHARED mapping needs the descriptor open for reading too. */
-	fd = open(path, open_flags(mode) | O_RDWR, 0666);
+	fd = open(path, put_open_flags(mode) | O_RDWR, 0666);
 	if (fd < 0)
 		return error_errno("open '%s'", path);
 	if (mode == PUT_CREATE)

@@ -32,9 +32,13 @@
 
 #include "error.h"
 #include "update.h"
+#include "replaceable.h"
+
+/* Weak, so that a buggy variant can replace it: see replaceable.h. */
+#pragma weak replace_file
 
 /* The directory holding path ("." for a bare name), malloc()ed. */
-static char *dir_of(const char *path)
+char *update_dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -45,7 +49,7 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-static int fsync_dir(const char *dir)
+int update_fsync_dir(const char *dir)
 {
 	int fd, err = 0;
 
@@ -73,7 +77,7 @@ int replace_file(const char *target, const void *data, size_t size,
 		err = error_errno("asprintf temp name for '%s'", target);
 		goto out;
 	}
-	dir = dir_of(target);
+	dir = update_dir_of(target);
 	if (!dir) {
 		err = error_errno("strdup directory of '%s'", target);
 		goto out;
@@ -88,7 +92,7 @@ int replace_file(const char *target, const void *data, size_t size,
 	}
 	/* The temp file is target now: nothing of ours left to remove. */
 	created = 0;
-	err = fsync_dir(dir);
+	err = update_fsync_dir(dir);
 out:
 	/*
 	 * A failed cleanup gets its own line: with O_EXCL a leftover temp

@@ -1,0 +1,77 @@
+/*
+ * fclose-unchecked: fclose's result ignored.
+ *
+ * Method: replace (../replace.c, lib/update.c) with put_stdio() of
+ * lib/put.c swapped for the copy below, which closes the stream without
+ * looking at what fclose returned.
+ *
+ * Defect: fclose flushes what is left in the buffer and closes the
+ * descriptor; either can fail (ENOSPC, EIO, a deferred write error that
+ * close(2) reports). Ignored, the failure never reaches the user: the
+ * program renames the file over the target and exits 0.
+ *
+ * Rule broken ("Checking For Errors"): check the result of every call that
+ * may be the one reporting a failed write: fflush, fsync, fclose.
+ *
+ * Caught (specs/fclose-unchecked.toml): unreported-error when the sweep
+ * fails fclose with ENOSPC or EIO.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "../lib/error.h"
+#include "../lib/replaceable.h"
+
+int put_stdio(const char *path, enum put_mode mode, const void *data,
+	      size_t size, int *created)
+{
+	FILE *fp;
+	int err = 0;
+
+	/* "wx" is O_WRONLY|O_CREAT|O_EXCL|O_TRUNC; "r+" neither creates nor truncates. */
+	fp = fopen(path, mode == PUT_CREATE ? "wx" : "r+");
+	if (!fp)
+		return error_errno("fopen '%s'", path);
+	if (mode == PUT_CREATE)
+		*created = 1;
+
+	/*
+	 * fwrite of 0 bytes returns 0 whether or not anything went wrong, so
+	 * it could not report a failure: an empty payload skips it.
+	 */
+	errno = 0;
+	if (size > 0 && fwrite(data, 1, size, fp) != size) {
+		if (errno)
+			err = error_errno("fwrite '%s'", path);
+		else
+			err = error("fwrite '%s': short write", path);
+		goto out;
+	}
+	/*
+	 * The check that matters most: an fflush error (ENOSPC, EIO) is often
+	 * the first and only report that buffered data never reached the
+	 * kernel.
+	 */
+	if (fflush(fp) == EOF) {
+		err = error_errno("fflush '%s'", path);
+		goto out;
+	}
+	if (mode == PUT_INPLACE && ftruncate(fileno(fp), (off_t)size) < 0) {
+		err = error_errno("ftruncate '%s'", path);
+		goto out;
+	}
+	if (fsync(fileno(fp)) < 0) {
+		err = error_errno("fsync '%s'", path);
+		goto out;
+	}
+out:
+	/*
+	 * fclose flushes again and closes; on the success path its error is
+	 * a real failure (the buffer is empty after fflush, but close(2) can
+	 * still report a deferred write error, e.g. on NFS).
+	 */
+	/* BUG: whatever fclose reports is dropped. */
+	fclose(fp);
+	return err;
+}

@@ -1,0 +1,75 @@
+/*
+ * fsync-unchecked: fsync's result ignored.
+ *
+ * Method: replace (../replace.c, lib/update.c) with put_stdio() of
+ * lib/put.c swapped for the copy below, which calls fsync on the temp file
+ * and goes on whatever it returns.
+ *
+ * Defect: fsync is where the kernel reports that write-back failed (EIO
+ * from the device, ENOSPC where space is allocated late). Ignoring it, the
+ * program renames a file whose data never reached the disk over the
+ * target and exits 0: the error is lost, and with it the data.
+ *
+ * Rule broken ("Checking For Errors"): write errors often surface only at
+ * fsync, msync or close, so their return values must be checked.
+ *
+ * Caught (specs/fsync-unchecked.toml): unreported-error when the sweep
+ * fails the fsync with EIO or ENOSPC.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "../lib/error.h"
+#include "../lib/replaceable.h"
+
+int put_stdio(const char *path, enum put_mode mode, const void *data,
+	      size_t size, int *created)
+{
+	FILE *fp;
+	int err = 0;
+
+	/* "wx" is O_WRONLY|O_CREAT|O_EXCL|O_TRUNC; "r+" neither creates nor truncates. */
+	fp = fopen(path, mode == PUT_CREATE ? "wx" : "r+");
+	if (!fp)
+		return error_errno("fopen '%s'", path);
+	if (mode == PUT_CREATE)
+		*created = 1;
+
+	/*
+	 * fwrite of 0 bytes returns 0 whether or not anything went wrong, so
+	 * it could not report a failure: an empty payload skips it.
+	 */
+	errno = 0;
+	if (size > 0 && fwrite(data, 1, size, fp) != size) {
+		if (errno)
+			err = error_errno("fwrite '%s'", path);
+		else
+			err = error("fwrite '%s': short write", path);
+		goto out;
+	}
+	/*
+	 * The check that matters most: an fflush error (ENOSPC, EIO) is often
+	 * the first and only report that buffered data never reached the
+	 * kernel.
+	 */
+	if (fflush(fp) == EOF) {
+		err = error_errno("fflush '%s'", path);
+		goto out;
+	}
+	if (mode == PUT_INPLACE && ftruncate(fileno(fp), (off_t)size) < 0) {
+		err = error_errno("ftruncate '%s'", path);
+		goto out;
+	}
+	/* BUG: whether the data reached the disk is never looked at. */
+	fsync(fileno(fp));
+out:
+	/*
+	 * fclose flushes again and closes; on the success path its error is
+	 * a real failure (the buffer is empty after fflush, but close(2) can
+	 * still report a deferred write error, e.g. on NFS).
+	 */
+	if (fclose(fp) == EOF && !err)
+		err = error_errno("fclose '%s'", path);
+	return err;
+}

@@ -1,0 +1,81 @@
+/*
+ * mmap-msync-unchecked: msync's result ignored.
+ *
+ * Method: replace (../replace.c, lib/update.c) with put_mmap() of
+ * lib/put.c swapped for the copy below, which calls msync(MS_SYNC) on the
+ * mapping and goes on whatever it returns.
+ *
+ * Defect: a store into a mapping cannot fail; msync is the first and only
+ * place a write-back error (EIO) of mapped data is reported. Like a failed
+ * fsync, a failed msync leaves the pages clean but not on disk, so the
+ * fsync that follows succeeds without writing them, and the program
+ * renames the file over the target and exits 0.
+ *
+ * Rule broken ("Checking For Errors"): write errors surface at fsync,
+ * msync or close; check what they return.
+ *
+ * Caught (specs/mmap-msync-unchecked.toml): unreported-error when the
+ * sweep fails msync with EIO.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../lib/error.h"
+#include "../lib/replaceable.h"
+
+int put_mmap(const char *path, enum put_mode mode, const void *data,
+	     size_t size, int *created)
+{
+	void *map = MAP_FAILED;
+	int fd, ret, err = 0;
+
+	/* A writable MAP_SHARED mapping needs the descriptor open for reading too. */
+	fd = open(path, put_open_flags(mode) | O_RDWR, 0666);
+	if (fd < 0)
+		return error_errno("open '%s'", path);
+	if (mode == PUT_CREATE)
+		*created = 1;
+
+	if (size > 0) {
+		/* Returns the error number; errno is left alone. */
+		ret = posix_fallocate(fd, 0, (off_t)size);
+		if (ret) {
+			errno = ret;
+			err = error_errno("posix_fallocate '%s'", path);
+			goto out;
+		}
+		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			err = error_errno("mmap '%s'", path);
+			goto out;
+		}
+		memcpy(map, data, size);
+		/* BUG: a failed write-back of the mapping goes unheard. */
+		msync(map, size, MS_SYNC);
+		ret = munmap(map, size);
+		map = MAP_FAILED;
+		if (ret < 0) {
+			err = error_errno("munmap '%s'", path);
+			goto out;
+		}
+	}
+	/* posix_fallocate only grows: cut an older, longer content. */
+	if (mode == PUT_INPLACE && ftruncate(fd, (off_t)size) < 0) {
+		err = error_errno("ftruncate '%s'", path);
+		goto out;
+	}
+	if (fsync(fd) < 0) {
+		err = error_errno("fsync '%s'", path);
+		goto out;
+	}
+out:
+	/* Failure path only: the success path has unmapped already. */
+	if (map != MAP_FAILED)
+		munmap(map, size);
+	if (close(fd) < 0 && !err)
+		err = error_errno("close '%s'", path);
+	return err;
+}
