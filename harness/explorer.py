@@ -98,6 +98,8 @@ RULE_MSYNC = "msync(MS_SYNC) the mapping and check the result"
 RULE_O_DIRECT = ("O_DIRECT bypasses the page cache, not the disk cache: "
                  "fsync after O_DIRECT writes")
 RULE_IN_PLACE = "write a temp file and rename it instead of rewriting in place"
+RULE_FFLUSH = ("fflush the stream before fsync: fsync cannot reach data "
+               "still in the stdio buffer")
 RULE_FSYNC_FILE = "fsync the file after writing it, before reporting success"
 
 WRITE_CALLS = frozenset(("write", "pwrite", "pwrite64", "writev", "pwritev",
@@ -192,13 +194,17 @@ class CrashPoint:
 def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
             target_name: str = "target", cap: int = DEFAULT_CAP,
             seed: int = 0, *, content: Callable[[str], bytes] | None = None,
-            exit_ok: bool = False) -> list:
+            exit_ok: bool = False, only_exit: bool = False) -> list:
     """Crash points of a parsed trace under MODEL, each with its states.
 
     snapdir is the snapshot directory (content at SNAPDIR/<hash>), or a
     callable hash -> bytes; content= is the same callable, for tests.
     exit_ok says the program exited 0, which makes the after-exit point
-    claimed.
+    claimed. only_exit returns the after-exit point alone, with the same
+    states as in the full list: the trace is still replayed, but no other
+    point's states are built (the sweep judges a fault case's after-exit
+    point only, and building every point made a case's cost grow with the
+    length of its trace).
     """
     if model not in MODELS:
         raise ExplorerError(f"unknown model '{model}' "
@@ -215,8 +221,14 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     world = _World(model, blobs, init)
     builder = _Builder(world, target_name, cap, seed)
 
+    def states(index):
+        if only_exit:
+            builder.skip(index)
+            return []
+        return builder.states(index)
+
     points = [CrashPoint("before first call", init["seq"], False,
-                         builder.states(0), None)]
+                         states(0), None)]
     counts = {}
     for rec in recs[1:]:
         if rec["ev"] == "init":
@@ -229,11 +241,11 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
         counts[name] = counts.get(name, 0) + 1
         n = rec.get("n") if isinstance(rec.get("n"), int) else counts[name]
         points.append(CrashPoint(f"after {name}#{n}", rec["seq"], False,
-                                 builder.states(len(points)), rec))
+                                 states(len(points)), rec))
     world.exit()
     points.append(CrashPoint("after exit", recs[-1]["seq"] + 1, bool(exit_ok),
                              builder.states(len(points)), None))
-    return points
+    return points[-1:] if only_exit else points
 
 
 def crash_points(records: Iterable[dict]) -> list:
@@ -327,6 +339,9 @@ class _Blobs:
                 except OSError as e:
                     raise ExplorerError(f"trace record seq={seq}: snapshot "
                                         f"'{path}': {e.strerror}") from None
+                except ValueError:      # a NUL or a lone surrogate in h
+                    raise ExplorerError(f"trace record seq={seq}: bad snapshot "
+                                        f"hash {h!r}") from None
             data = bytes(data)
             self.cache[h] = data
         if size is not None and len(data) != size:
@@ -462,7 +477,8 @@ class _Inode:
     """One file: what reads see, what the disk holds, and its history."""
 
     __slots__ = ("ino", "vis", "dimg", "lost", "born", "synced", "odirect",
-                 "mapped", "truncated", "da_close", "rev", "_cache")
+                 "mapped", "truncated", "fsynced", "stdio_late", "da_close",
+                 "rev", "_cache")
 
     def __init__(self, ino, content, born):
         self.ino = ino
@@ -474,6 +490,9 @@ class _Inode:
         self.odirect = False    # O_DIRECT writes since its last sync
         self.mapped = False     # mapped MAP_SHARED since its last sync
         self.truncated = False  # shrunk where it stood since its last sync
+        self.fsynced = False    # an fsync or fdatasync of it succeeded
+        self.stdio_late = False  # a stdio call changed it after that
+                                 # fsync: the data sat in the FILE buffer
         self.da_close = False   # ext4: truncated to 0, flush at close
         self.rev = 0            # bumped on every change, keys _cache
         self._cache = None
@@ -785,6 +804,8 @@ class _World:
                 self.gen += 1
         else:
             start, end = self._changed(before, node.vis)
+        if rec["call"] in STDIO_CALLS and start is not None and node.fsynced:
+            node.stdio_late = True
         if flags & {"O_SYNC", "O_DSYNC"}:
             if start is not None:
                 self._sync_range(node, start, end, grow=True)
@@ -829,6 +850,7 @@ class _World:
         node.dimg = data
         node.synced = True
         node.odirect = node.mapped = node.truncated = node.da_close = False
+        node.stdio_late = False
         node.rev += 1
         self.gen += 1
 
@@ -838,6 +860,7 @@ class _World:
         if node is not None:
             vis, _ = node.pending()
             self._durable(node, vis)
+            node.fsynced = True
 
     def _sync_range(self, node, start, end, grow):
         if self.ext4:
@@ -1287,6 +1310,8 @@ def _rule(w, space, dirmap, files, target):
             return RULE_O_DIRECT
         if node.mapped:
             return RULE_MSYNC
+        if node.stdio_late:
+            return RULE_FFLUSH
         if node.truncated:
             return RULE_IN_PLACE
         if node.born:
@@ -1307,14 +1332,24 @@ class _Builder:
         self.cap = cap
         self.seed = seed
         self.last = None        # (world.gen, states)
+        self.first = None       # (world.gen, index of its first point)
 
     def states(self, index):
         if self.last is not None and self.last[0] == self.w.gen:
             # same states; fresh objects, as callers annotate them
             return [s.copy() for s in self.last[1]]
-        states = self._build(random.Random(self.seed * 1000003 + index))
+        self.skip(index)
+        states = self._build(random.Random(self.seed * 1000003 + self.first[1]))
         self.last = (self.w.gen, states)
         return states
+
+    def skip(self, index):
+        """Note a point whose states are not wanted. Its states, had they
+        been built, would have been drawn with its index, and reused by the
+        points after it until the world changes: a later point built at
+        the same world.gen must draw with that same index."""
+        if self.first is None or self.first[0] != self.w.gen:
+            self.first = (self.w.gen, index)
 
     def _build(self, rng):
         space = _Space(self.w, self.dg)

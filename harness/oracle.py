@@ -22,7 +22,11 @@ otherwise):
                        did not exit 0: nothing after it can be judged, and
                        the sweep's trace came from a failing run.
     Then, for a program that exited 0 (it claims success):
- 6. unreported-error   a hard fault (ENOSPC, EIO) fired on a data-path call.
+ 6. unreported-error   a hard fault (ENOSPC, EIO) fired on a data-path call
+                       and the program did not repeat that call until it
+                       succeeded (a retry is judged by its results: the
+                       crash states show a retried fsync as not-durable,
+                       the fsyncgate rule).
  7. lost-update        the visible target is not the new content (check
                        contract: the checker, told CRASHCHECK_EXPECT=new,
                        rejects the visible state).
@@ -108,6 +112,8 @@ class Outcome:
     plan: str = ""                      # "fsync#1=EIO"; "" for baseline/powerloss
     fault_fired: bool = False           # the trace shows the planned fault firing
     fault_on_data_path: bool = False    # a fired hard fault hit a data-path call
+    fault_retried: bool = False         # the failed call was later repeated
+                                        # on the same file and succeeded
     fault_errno: str | None = None      # errno name planned ("EIO"); default from kind/plan
     status: int | None = None           # exit status, None when killed by a signal
     signal: int | None = None           # terminating signal number
@@ -266,10 +272,23 @@ def _because(why):
 
 def _sentence(rule):
     """An explorer rule ("fsync the directory after the rename") as the
-    closing sentence of an explanation (it starts with a function name,
-    so it keeps its lower case)."""
+    closing sentence of an explanation: a full stop, and a capital unless
+    it starts with a function's name, which keeps its case."""
     rule = (rule or "").strip()
-    return rule if not rule or rule.endswith(".") else rule + "."
+    if not rule:
+        return ""
+    first = re.match(r"[A-Za-z_]\w*", rule)
+    if first and first.group(0) not in _CALL_WORDS:
+        rule = rule[0].upper() + rule[1:]
+    return rule if rule.endswith(".") else rule + "."
+
+
+# Words that name a call: they start a sentence in lower case.
+_CALL_WORDS = frozenset((
+    "write", "pwrite", "writev", "fwrite", "fflush", "fclose", "fsync",
+    "fdatasync", "msync", "munmap", "mmap", "close", "open", "openat",
+    "rename", "renameat", "unlink", "ftruncate", "fallocate",
+    "posix_fallocate", "sync", "syncfs", "sync_file_range"))
 
 
 def _torn_text(o, verdict, st=None):
@@ -310,8 +329,9 @@ def _unreported_text(o):
             "fflush, fsync and close, and exit non-zero with a message naming the call and "
             "strerror(errno).")
     if _sync_call(o.call):
-        text += (" Do not retry a failed fsync: Linux drops the dirty pages it "
-                 "covered, so the retry succeeds without writing them.")
+        call = o.call.split("#")[0]
+        text += (f" Do not retry a failed {call}: Linux drops the dirty pages it "
+                 "covered, so a retry succeeds without writing them.")
     return text
 
 
@@ -385,11 +405,20 @@ def judge(o):
         under = f" under {o.plan}" if o.plan else " with no fault planned"
         where = (f", most likely in the code that handles {_fault(o)}" if o.plan
                  else " in the program itself")
+        hint = ("Rerun the reproduce command under a debugger, or build with "
+                "SANITIZE=address,undefined.")
+        if o.signal == signal_mod.SIGBUS:
+            # A store into a file mapping gets no error return (issue 6's
+            # mmap-ftruncate variant, on a real full disk).
+            hint = ("SIGBUS usually means a store into a file mapping found no "
+                    "block behind it: past the end of the file, or a hole the "
+                    "filesystem could not fill because the disk is full. Reserve "
+                    "the blocks with posix_fallocate before mapping, so that a full "
+                    "disk is an error the program can check and report.")
         return Verdict(
             "crashed", f"killed by {name} (signal {o.signal}){under}",
             f"The program died of {name}, a signal the harness did not send: a bug"
-            f"{where}. Rerun the reproduce command under a debugger, or build with "
-            "SANITIZE=address,undefined.")
+            f"{where}. {hint}")
     if o.signal is None and o.status is None:
         raise ValueError("outcome: neither an exit status nor a signal")
 
@@ -407,7 +436,12 @@ def judge(o):
 
     if succeeded:
         # 6. a hard fault swallowed
-        if fired and o.kind in HARD and o.fault_on_data_path:
+        # A program that repeated the failed call until it succeeded did
+        # not ignore the error: whether the retry really recovered the
+        # data is for the crash states to say (a retried write that
+        # rewrote the data did; a retried fsync did not, on Linux).
+        if fired and o.kind in HARD and o.fault_on_data_path \
+                and not o.fault_retried:
             return Verdict("unreported-error",
                            f"exited 0 after {o.plan}: {o.call} failed with "
                            f"{o.errno_name} ({strerror(o.errno_name)})",

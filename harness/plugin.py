@@ -11,17 +11,21 @@ pytest_configure with no `workerinput`) and the workers read the case list
 from the work directory, so every worker collects the same items.
 """
 
+import hashlib
 import json
+import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import time
+import traceback
 import zlib
 from pathlib import Path
 
 import pytest
 
-from . import ROOT, UsageError, report, spec as specmod, sweep
+from . import ROOT, UsageError, lessons, report, spec as specmod, sweep
 
 CASES_FILE = "cases.json"
 
@@ -30,6 +34,9 @@ def pytest_addoption(parser):
     g = parser.getgroup("crashcheck", "crashcheck sweep")
     g.addoption("--cc-spec", action="append", default=[], metavar="SPEC",
                 help="workload spec (TOML) to sweep; repeatable")
+    g.addoption("--cc-audit", action="append", default=[], metavar="JSON",
+                help="an audit's description (harness/audit.py) to sweep "
+                     "like a spec; repeatable")
     g.addoption("--cc-out", default=str(ROOT / "results"), metavar="DIR",
                 help="results directory (default: results/)")
     g.addoption("--cc-model", default="all",
@@ -51,6 +58,18 @@ def pytest_addoption(parser):
                 help="keep every case's scratch directory")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
+    g.addoption("--cc-jobs", type=int, default=None, metavar="N",
+                help="cases executed at once by a pool of N processes "
+                     "(default: one per core; 1: in the pytest process)")
+
+
+def _rel(path):
+    """A spec's path relative to the tree when it is inside it, so that
+    results.json reads the same from any checkout."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def _is_worker(config):
@@ -77,6 +96,9 @@ def settings_from(config):
 
 
 def _jobs(config):
+    n = config.getoption("--cc-jobs")
+    if isinstance(n, int) and n > 0:
+        return n
     n = getattr(config.option, "numprocesses", None)
     return n if isinstance(n, int) and n > 0 else (os.cpu_count() or 1)
 
@@ -107,6 +129,11 @@ class Sweep:
             self.specs = [specmod.load(p) for p in self.spec_paths]
         except specmod.SpecError as e:
             raise pytest.UsageError(str(e)) from None
+        from . import audit
+        try:
+            self.specs += [audit.load(p) for p in config.getoption("--cc-audit")]
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
         self.specs_by_name = {s.name: s for s in self.specs}
         self.cases = []
         self._judge = None
@@ -129,14 +156,113 @@ class Sweep:
             self._judge = sweep.Judge(self.specs, self.settings)
         return self._judge
 
+    def run_case(self, case):
+        """Execute and judge one case; its result goes to the work
+        directory, where pytest_sessionfinish gathers it."""
+        res = self.judge().execute(case)
+        path = self.work / "results" / (sweep.safe_name(res["id"]) + ".json")
+        with open(path, "w") as fh:
+            json.dump(res, fh)
+        return res
+
+    # ---- the pool
+    # pytest runs the items one after the other; the cases behind them run
+    # ahead in a pool of processes, in item order, and each item waits for
+    # its own case's result. Each case is still one test item (-k, JUnit,
+    # the exit status), but the pytest process does only the bookkeeping:
+    # with xdist every item also costs a round trip between the controller
+    # and a worker, which on two cores took as long as the run itself.
+
+    def start_pool(self, cases, jobs):
+        global _POOL_STATE
+        _POOL_STATE = self
+        ctx = multiprocessing.get_context("fork")
+        self._pool = ctx.Pool(jobs, initializer=_pool_init)
+        self._ahead = self._pool.imap(_pool_run, cases)
+        self._done = {}
+        self._left = len(cases)
+
+    def outcome(self, case):
+        """The case's result: from the pool when one runs, else executed
+        here."""
+        if getattr(self, "_pool", None) is None:
+            return self.run_case(case)
+        while case.id not in self._done:
+            try:
+                case_id, res, error = next(self._ahead)
+            except StopIteration:
+                raise RuntimeError(f"{case.id}: not in the pool's cases") from None
+            self._done[case_id] = (res, error)
+            self._left -= 1
+        res, error = self._done.pop(case.id)
+        if error is not None:
+            raise RuntimeError(f"{case.id}: the sweep failed on this case:\n{error}")
+        return res
+
+    def stop_pool(self):
+        """Every item has its result (or the session stops early: then
+        the cases still running are killed, their programs with them)."""
+        pool = getattr(self, "_pool", None)
+        if pool is None:
+            return
+        self._pool = None
+        if self._left == 0:
+            pool.close()            # idle workers: let them exit
+        else:
+            pool.terminate()
+        pool.join()
+
     def load_cases(self):
         with open(self.work / CASES_FILE) as fh:
             self.cases = [sweep.Case(**c) for c in json.load(fh)]
         return self.cases
 
 
+_POOL_STATE = None
+_POOL_RUNNING = False       # a pool process is inside run_case
+
+
+def _pool_init():
+    # ^C reaches the pool's processes too: pytest, in the parent, decides
+    # what happens then and stops the pool with SIGTERM, which must unwind
+    # through runner.run so that the program's process group is killed and
+    # the scratch removed. A handler (not SIG_IGN) so programs do not
+    # inherit an ignored SIGINT across exec.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.signal(signal.SIGTERM, _pool_exit)
+
+
+def _pool_exit(signum, frame):
+    # Inside a case, unwind it (runner.run kills the program's group, the
+    # scratch goes) and leave from _pool_run; elsewhere the process may
+    # hold one of the pool's locks, and exiting through Python could wait
+    # on it for ever: leave at once.
+    if _POOL_RUNNING:
+        raise SystemExit(128 + signum)
+    os._exit(128 + signum)
+
+
+def _pool_run(case):
+    """In a pool process: (case id, result, None), or (case id, None, the
+    traceback) when the harness itself failed on the case."""
+    global _POOL_RUNNING
+    _POOL_RUNNING = True
+    try:
+        return case.id, _POOL_STATE.run_case(case), None
+    except Exception:
+        return case.id, None, traceback.format_exc()
+    except BaseException:
+        os._exit(1)                 # stopped by the pool; cleaned up above
+    finally:
+        _POOL_RUNNING = False
+
+
+def _enabled(config):
+    return bool(config.getoption("--cc-spec") or config.getoption("--cc-audit"))
+
+
 def pytest_configure(config):
-    if not config.getoption("--cc-spec"):
+    if not _enabled(config):
         return
     state = Sweep(config)
     config._crashcheck = state
@@ -146,7 +272,11 @@ def pytest_configure(config):
         unknown = wanted - {c.id for c in state.load_cases()}
         if unknown:
             shutil.rmtree(state.work, ignore_errors=True)
-            raise pytest.UsageError(f"--case: no such case: {sorted(unknown)[0]}")
+            # Our one-line form, and a UsageError with no message, which
+            # pytest prints nothing for (it would add "ERROR: ...").
+            print(f"crashcheck: --case: no such case: {sorted(unknown)[0]}",
+                  file=sys.stderr, flush=True)
+            raise pytest.UsageError()
     # Findings are reported by us in one line each; pytest's tracebacks of
     # a verdict assertion would only repeat them.
     if config.getoption("tbstyle", "auto") == "auto":
@@ -158,7 +288,8 @@ def pytest_generate_tests(metafunc):
         return
     state = getattr(metafunc.config, "_crashcheck", None)
     if state is None:
-        raise pytest.UsageError("harness/sweep_cases.py needs --cc-spec")
+        raise pytest.UsageError("harness/sweep_cases.py needs --cc-spec "
+                                "or --cc-audit")
     cases = state.load_cases()
     wanted = set(metafunc.config.getoption("--cc-case"))
     if wanted:
@@ -175,12 +306,31 @@ def cc_sweep(request):
     return request.config._crashcheck
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """Start the pool on the cases of the items selected (after -k and
+    deselection), unless only collecting or running one job."""
+    config = session.config
+    state = getattr(config, "_crashcheck", None)
+    if state is None or _is_worker(config) or config.option.collectonly:
+        return
+    cases = [item.callspec.params["cc_case"] for item in session.items
+             if "cc_case" in getattr(getattr(item, "callspec", None),
+                                     "params", {})]
+    jobs = min(state.settings.jobs, len(cases))
+    if jobs > 1:
+        state.start_pool(cases, jobs)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Gather every case's result, write the reports, and fail the session
     when a buggy variant went uncaught (no single case fails for that)."""
     config = session.config
     state = getattr(config, "_crashcheck", None)
-    if state is None or _is_worker(config):
+    if state is None:
+        return
+    state.stop_pool()
+    if _is_worker(config):
         return
     results = []
     rdir = state.work / "results"
@@ -190,7 +340,7 @@ def pytest_sessionfinish(session, exitstatus):
                 results.append(json.load(fh))
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
-        "specs": [str(p) for p in state.spec_paths],
+        "specs": [_rel(p) for p in state.spec_paths],
         "models": list(state.settings.models),
         "kinds": list(state.settings.kinds),
         "seed": state.settings.seed,
@@ -204,8 +354,21 @@ def pytest_sessionfinish(session, exitstatus):
                     or config.getoption("keyword"))
     not_caught = [] if selected else sweep.uncaught(state.specs, results)
     meta["not_caught"] = not_caught
+    # What `crashcheck merge` checks a set of shards against: every shard
+    # of one run saw the same enumeration, and all N of them are there.
+    shard = config.getoption("--cc-shard")
+    if shard:
+        meta["shard"] = "%d/%d" % parse_shard(shard)
+    if not (config.getoption("--cc-case") or config.getoption("keyword")):
+        ids = sorted(c.id for c in state.load_cases())
+        meta["enumerated"] = {
+            "cases": len(ids),
+            "digest": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]}
     out = state.settings.out
-    report.write_all(out, results, meta)
+    # The teaching corpus: for each buggy variant caught, the rule, the
+    # case that caught it and the fix as a diff (harness/lessons.py).
+    report.write_all(out, results, meta,
+                     lessons=lessons.lessons(state.specs, results) or None)
     state.results, state.not_caught, state.meta = results, not_caught, meta
     if not_caught and session.exitstatus == 0:
         session.exitstatus = 1

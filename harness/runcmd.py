@@ -143,8 +143,8 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):
         argv += ["-k", args.keyword]
-    if jobs > 1:
-        argv += ["-n", str(jobs)]
+    # The plugin's own pool, not xdist's -n: see Sweep.start_pool.
+    argv += ["--cc-jobs", str(jobs)]
     return argv
 
 
@@ -198,10 +198,12 @@ def cmd_run(args):
         except specmod.SpecError as e:
             raise UsageError(str(e)) from None
         paths.append(p.resolve())
-    names = [specmod.load(p).name for p in paths]
+    specs = [specmod.load(p) for p in paths]
+    names = [s.name for s in specs]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise UsageError(f"two specs are named '{sorted(dup)[0]}'")
+    check_selection(args, specs)
     default = DEFAULT_OUT / "rerun" if args.case else DEFAULT_OUT
     out = out_dir(args, default)
     if not (args.case or args.keyword or args.shard):
@@ -210,6 +212,30 @@ def cmd_run(args):
     command = "scripts/crashcheck run " + " ".join(
         _rel(p) for p in paths)
     return sweep(pytest_args(args, paths, out, command))
+
+
+def check_selection(args, specs):
+    """Refuse a --case or -k that cannot select anything before the
+    baseline runs, which can take minutes: a case id starts with one of
+    the specs' combos (workload, strategy, size), and -k must parse. A
+    well-formed id naming a call the program does not make is found
+    after the enumeration (harness/plugin.py)."""
+    from .sweep import combos
+    prefixes = {c.prefix + "-" for c in combos(specs)}
+    for case in getattr(args, "case", None) or []:
+        if not any(case.startswith(p) for p in prefixes):
+            raise UsageError(f"--case: no such case: {case}")
+    keyword = getattr(args, "keyword", None)
+    if keyword:
+        try:
+            from _pytest.mark.expression import Expression, ParseError
+        except ImportError:         # another pytest: it will say so itself
+            return
+        try:
+            Expression.compile(keyword)
+        except ParseError as e:
+            raise UsageError(f"-k: bad expression '{keyword}': "
+                             f"{e.message} at column {e.column}") from None
 
 
 def _rel(path):

@@ -8,6 +8,7 @@ fired is read from the trace, never assumed.
 """
 
 import os
+import select
 import signal
 import subprocess
 import tempfile
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, UsageError
+from . import ROOT, UsageError, sanitizers
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -94,14 +95,16 @@ class Run:
 
 
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
-              base=None):
+              base=None, program=None, cwd=None):
     """The environment of a run: the caller's, less any of our variables,
-    plus the preloads (ours first, so our wrappers call down into libfiu's)
-    and this run's settings."""
+    plus the preloads (ours first, so our wrappers call down into libfiu's;
+    an ASan-linked program's runtime before ours: harness/sanitizers.py)
+    and this run's settings. program is argv[0], run in cwd."""
     env = dict(os.environ if base is None else base)
     for name in OUR_VARS:
         env.pop(name, None)
-    preload = f"{FAULT_LIB} {FIU_PRELOAD}"
+    preload = " ".join(sanitizers.apply(env, program, cwd,
+                                        [str(FAULT_LIB), str(FIU_PRELOAD)]))
     if env.get("LD_PRELOAD"):
         # A user's own preloads stay, after ours.
         preload += " " + env["LD_PRELOAD"]
@@ -141,10 +144,11 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
     """
     if preload:
         check_preloads()
-        env = build_env(plan, trace, watch, snapdir, shared, base=env)
+        env = build_env(plan, trace, watch, snapdir, shared, base=env,
+                        program=argv[0], cwd=cwd)
     elif env is None:
         env = dict(os.environ)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with _capture_file("stdout") as out, _capture_file("stderr") as err:
         if passthrough:
             streams = dict(stdin=stdin, stdout=None, stderr=None)
         else:
@@ -161,7 +165,7 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             raise SetupError(f"program not executable: {argv[0]}") from None
         timed_out = False
         try:
-            proc.wait(timeout=timeout)
+            _wait(proc, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc.pid)
@@ -188,6 +192,45 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
                stdout=stdout, stderr=stderr,
                stdout_truncated=out_cut, stderr_truncated=err_cut,
                trace_path=Path(trace) if trace is not None else None)
+
+
+def _capture_file(name):
+    """Where a run's output goes: an anonymous in-memory file (memfd), or
+    an unlinked temporary file where there is none. A sweep makes two per
+    case, and creating them on a disk file system costs more than the
+    short runs themselves."""
+    try:
+        fd = os.memfd_create(f"crashcheck-{name}", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return tempfile.TemporaryFile()
+    return os.fdopen(fd, "w+b")
+
+
+def _wait(proc, timeout):
+    """proc.wait(timeout), but woken by the kernel when the process exits.
+
+    Popen.wait with a timeout polls, sleeping 0.5 ms, then 1, 2, 4 ... up
+    to 50 ms between looks: a run of 3 ms is seen ending at 3.5 or 7 ms,
+    which doubles the cost of a sweep of short runs. A pidfd becomes
+    readable when the process exits, so poll(2) on it returns at once;
+    without pidfd_open (Linux before 5.3) fall back to Popen's polling.
+    """
+    if timeout is None:
+        return proc.wait()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return proc.wait(timeout=timeout)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while not poller.poll(max(0, deadline - time.monotonic()) * 1000):
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+    finally:
+        os.close(pidfd)
+    return proc.wait()
 
 
 def _kill_group(pgid):

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, calls, explorer, oracle, payload, runner, trace
+from . import ROOT, calls, explorer, fullfs, oracle, payload, runner, trace
 
 KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
 MODELS = ("posix", "ext4-ordered")
@@ -71,7 +71,10 @@ class Combo:
         parts = [self.spec.name]
         if self.strategy:
             parts.append(self.strategy)
-        parts.append(f"{self.size}B")
+        # An audit has one size, the length of its new content: it tells
+        # its cases apart from nothing, so its ids leave it out.
+        if getattr(self.spec, "size_in_id", True):
+            parts.append(f"{self.size}B")
         return "-".join(parts)
 
 
@@ -85,6 +88,7 @@ class Case:
     model: str | None = None
     point: int | None = None  # index of the crash point (power loss)
     skip: str = ""          # reason, when the combo cannot run here
+    error: str = ""         # harness-error found at enumeration (nothing intercepted)
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
@@ -96,14 +100,28 @@ def old_size(size):
     return size + 4097
 
 
+def target_name(spec):
+    """The target's file name in the work directory: TARGET, unless the
+    spec names its own (an audit's --target)."""
+    return getattr(spec, "target", TARGET)
+
+
 def contents(combo):
-    """(old, new): old is None when the spec's target starts absent."""
+    """(old, new): old is None when the spec's target starts absent. A
+    spec with contents of its own (an audit's --old/--new) gives them."""
+    own = getattr(combo.spec, "contents", None)
+    if own is not None:
+        return own()
     seed = int.from_bytes(hashlib.sha256(combo.prefix.encode()).digest()[:4],
                           "big")
     new = payload.make(combo.size, 2, seed)
     old = None if combo.spec.old == "absent" else \
         payload.make(old_size(combo.size), 1, seed)
     return old, new
+
+
+# Calls that open a file; creat always creates.
+OPEN_CALLS = ("open", "openat", "fopen")
 
 
 def fault_plans(call, n, faults):
@@ -143,29 +161,37 @@ class Outcome:
         return self.scratch / "snaps"
 
 
-def prepare(scratch, old, new):
+def prepare(scratch, old, new, target=TARGET):
     """Lay out a run's scratch directory: WORK holds the target (the old
     content, or nothing), INPUT the new content the program reads."""
-    (scratch / WORK).mkdir()
+    (scratch / WORK).mkdir(exist_ok=True)   # fullfs may have mounted it
     (scratch / INPUT).mkdir()
     (scratch / "snaps").mkdir()
     (scratch / INPUT / NEW).write_bytes(new)
     if old is not None:
-        (scratch / WORK / TARGET).write_bytes(old)
+        (scratch / WORK / target).write_bytes(old)
 
 
 def execute_run(combo, plan, scratch, timeout, record=True):
     """Run the combo's program once under `plan` in a fresh scratch."""
     old, new = contents(combo)
-    prepare(scratch, old, new)
     argv = combo.spec.argv(bin=str(ROOT / "workloads" / "bin"),
-                           target=TARGET, new=f"../{INPUT}/{NEW}",
+                           target=target_name(combo.spec),
+                           new=f"../{INPUT}/{NEW}",
                            strategy=combo.strategy)
     tr = scratch / "trace.jsonl"
-    run = runner.run(argv, cwd=scratch / WORK, plan=plan, trace=tr,
-                     watch=scratch / WORK,
-                     snapdir=scratch / "snaps" if record else None,
-                     shared=scratch / "shared", timeout=timeout)
+    # issue 6: a spec with disk = "full" runs with WORK on a real, nearly
+    # full tmpfs (harness/fullfs.py); where none can be mounted (not
+    # root), the run is recorded as exit 77 with the reason: a skip.
+    try:
+        with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
+            prepare(scratch, old, new, target_name(combo.spec))
+            run = runner.run(argv, cwd=scratch / WORK, plan=plan, trace=tr,
+                             watch=scratch / WORK,
+                             snapdir=scratch / "snaps" if record else None,
+                             shared=scratch / "shared", timeout=timeout)
+    except fullfs.Unavailable as e:
+        run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
     return Outcome(run=run, scratch=scratch, records=trace.load(tr))
 
 
@@ -218,7 +244,11 @@ def enumerate_cases(specs, settings, log=print):
     cases = []
     with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
         for combo, out in pool.map(baseline, all_combos):
-            cases.extend(cases_of(combo, out, settings))
+            mine = cases_of(combo, out, settings)
+            for c in mine:
+                if c.error:
+                    log(f"crashcheck: {combo.prefix}: {c.error}")
+            cases.extend(mine)
     return cases, {c.prefix: c for c in all_combos}
 
 
@@ -234,6 +264,12 @@ def cases_of(combo, out, settings):
         reason = skip_reason(run)
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                      skip=reason)]
+    blind = nothing_intercepted(combo, out)
+    if blind:
+        # Every other case would judge a program the trace cannot see:
+        # faults that never reach it, crash states without its writes.
+        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                     error=blind)]
     if "baseline" in settings.kinds:
         cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline"))
     table = calls.table()
@@ -242,6 +278,17 @@ def cases_of(combo, out, settings):
         faults = set(table[call].faults) if call in table else set()
         if (rec.get("len") or 0) < 2:
             faults.discard("short")     # nothing shorter than 1 byte to write
+        if call in OPEN_CALLS and "O_CREAT" not in (rec.get("flags") or ()):
+            # open(2) fails with ENOSPC only when it creates the file: an
+            # open of an existing file (or a directory, for fsync) on a
+            # full disk succeeds, so faulting it tests nothing real.
+            faults.discard("enospc")
+        if rec.get("ret", 0) < 0 and rec.get("errno"):
+            # The call already fails in the recorded run (cp probing
+            # whether its target is a directory): the program's success
+            # does not rest on it, so an I/O error in its place says
+            # nothing about the data. A crash there still does.
+            faults &= {"crash"}
         for kind, plan in fault_plans(call, n, faults):
             if kind in settings.kinds:
                 cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
@@ -254,6 +301,45 @@ def cases_of(combo, out, settings):
                                   combo=pre, kind="powerloss", call=tag,
                                   model=model, point=i))
     return cases
+
+
+# What a trace must show on the work directory for the sweep to see the
+# program at work: a call that writes, maps or syncs, renames or unlinks a
+# name, or creates or truncates a file.
+SEEN_CLASSES = ("C_DATA", "C_SYNC", "C_MAP")
+SEEN_NAME_CALLS = ("rename", "renameat", "renameat2", "unlink", "unlinkat")
+SEEN_OPEN_FLAGS = ("O_CREAT", "O_TRUNC")
+
+
+def nothing_intercepted(combo, out):
+    """Why the baseline's trace cannot stand for what the program did
+    ("nothing intercepted: ..."), or "" when it can. A static binary (no
+    init record: the library never loaded), raw system calls or io_uring
+    change files behind the library's back: a sweep of such a trace has
+    nothing to fault and no writes to lose, and would pass for nothing."""
+    target = target_name(combo.spec)
+    old, _ = contents(combo)
+    path = out.workdir / target
+    now = path.read_bytes() if path.is_file() else None
+    changed = ("the target was left as it was" if now == old
+               else "yet the target changed")
+    prog = os.path.basename(out.run.argv[0]) if out.run.argv else "the program"
+    if not any(r["ev"] == "init" for r in out.records):
+        return (f"nothing intercepted: the fault library did not load in "
+                f"{prog} (statically linked, or setuid?) and {changed}; "
+                "crashcheck can neither fault nor record it")
+    table = calls.table()
+    for rec in targeted_calls(out.records, out.workdir):
+        c = table.get(rec["call"])
+        if (c is not None and c.cls in SEEN_CLASSES
+                or rec["call"] in SEEN_NAME_CALLS
+                or set(rec.get("flags") or ()) & set(SEEN_OPEN_FLAGS)):
+            return ""
+    return (f"nothing intercepted: no write, sync, rename or unlink in the "
+            f"work directory was traced ({len(trace.calls(out.records))} "
+            f"calls traced in all) and {changed}: the program writes "
+            "nothing there, or writes with raw system calls, io_uring or a "
+            "statically linked helper, which crashcheck cannot see")
 
 
 def point_tag(label):
@@ -277,6 +363,29 @@ def fault_fired(records, plan):
 
 def plan_rules(plan):
     return [r for r in plan.split(";") if r] if plan else []
+
+
+def fault_retried(records):
+    """Whether every call a fault fired on was later made again, on the
+    same file (or the same directory), and succeeded: the program saw the
+    error and retried."""
+    recs = trace.calls(records)
+    faulted = [(i, r) for i, r in enumerate(recs) if r.get("fault")]
+    if not faulted:
+        return False
+    family = {"fdatasync": "fsync", "pwrite": "write", "writev": "write",
+              "pwritev": "write"}
+
+    def same(a, b):
+        # A retry repeats the call on the same file, and a data call the
+        # same range: a program that ignores a failed write and goes on
+        # to the next chunk is not retrying.
+        return (family.get(a["call"], a["call"]) == family.get(b["call"], b["call"])
+                and (a.get("ino"), a.get("path")) == (b.get("ino"), b.get("path"))
+                and (a.get("off"), a.get("len")) == (b.get("off"), b.get("len")))
+    return all(any(same(r, later) and later.get("ret", -1) >= 0
+                   and not later.get("fault") for later in recs[i + 1:])
+               for i, r in faulted)
 
 
 def on_data_path(records, watch):
@@ -318,21 +427,24 @@ class Judge:
         self.settings = settings
         self.combos = {c.prefix: c for c in combos(specs)}
         self._explored = {}
+        self.hold = False           # keep the last case's scratch (replay)
+        self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
     def contract(self, combo):
         return combo.spec.contract
 
-    def explore(self, out, model, exit_ok):
-        return explorer.explore(out.records, out.snapdir, model, TARGET,
+    def explore(self, out, model, exit_ok, target=TARGET, only_exit=False):
+        return explorer.explore(out.records, out.snapdir, model, target,
                                 cap=self.settings.cap, seed=self.settings.seed,
-                                exit_ok=exit_ok)
+                                exit_ok=exit_ok, only_exit=only_exit)
 
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)
         if key not in self._explored:
             out = load_run(self.settings.work / combo.prefix)
-            self._explored[key] = (out, self.explore(out, model, out.run.status == 0))
+            self._explored[key] = (out, self.explore(
+                out, model, out.run.status == 0, target_name(combo.spec)))
         return self._explored[key]
 
     def states(self, combo, points, only_after_exit=False):
@@ -343,10 +455,15 @@ class Judge:
             if only_after_exit and p.label != "after exit":
                 continue
             for st in p.states:
+                # A copy: explorations are cached, and the label we give
+                # names the crash point too ("after rename#1, state 3").
+                st = st.copy()
+                st.label = f"{p.label}, {st.label}"
                 st.claimed = p.claimed
                 if combo.spec.contract == "check":
                     st.check = self.run_checker(combo, st, p.claimed)
                 out.append(st)
+        self.last_states = out
         return out
 
     def run_checker(self, combo, state, claimed):
@@ -360,7 +477,8 @@ class Judge:
     def check(self, combo, directory, expect):
         old, new = contents(combo)
         argv = combo.spec.check_argv(bin=str(ROOT / "workloads" / "bin"),
-                                     target=TARGET, new=f"../{INPUT}/{NEW}",
+                                     target=target_name(combo.spec),
+                                     new=f"../{INPUT}/{NEW}",
                                      strategy=combo.strategy)
         env = dict(os.environ, CRASHCHECK_EXPECT=expect)
         run = runner.run(argv, cwd=directory, env=env, preload=False,
@@ -371,6 +489,10 @@ class Judge:
 
     # ---- the case
     def execute(self, case):
+        """Run and judge one case; its results.json entry. With `hold`
+        set, the case's scratch directory is kept in last_scratch (and
+        the crash states judged in last_states) for `crashcheck replay`."""
+        self.last_states, self.last_out, self.last_scratch = [], None, None
         combo = self.combos[case.combo]
         old, new = contents(combo)
         base = dict(contract=combo.spec.contract, old=old, new=new,
@@ -379,8 +501,19 @@ class Judge:
         if case.skip:
             verdict = oracle.judge(oracle.Outcome(skip=case.skip, **base))
             return self.result(case, combo, verdict, None, states=0)
+        if case.error:
+            out = load_run(self.settings.work / combo.prefix)
+            verdict = oracle.Verdict("harness-error", case.error, (
+                "The baseline run's trace shows nothing the program did to "
+                "its files, so no fault could reach it and no power cut "
+                "could be simulated: this says nothing about the program and "
+                "is never a pass. crashcheck sees only calls made through "
+                "the dynamic C library (faults/CALLS.md); run a dynamically "
+                "linked build, or one that does its I/O through libc."))
+            return self.result(case, combo, verdict, out, states=0)
         if case.kind == "powerloss":
             out, points = self.baseline_points(combo, case.model)
+            self.last_out = out
             st = self.states(combo, [points[case.point]])
             verdict = oracle.judge(oracle.Outcome(
                 status=out.run.status, crash_states=st, **self.visible(combo, out),
@@ -389,16 +522,21 @@ class Judge:
                                 keep=False)
         if case.kind == "baseline":
             out = load_run(self.settings.work / combo.prefix)
+            self.last_out = out
             return self.judge_run(case, combo, out, base, keep=False)
         scratch = runner.make_scratch()
         try:
             out = execute_run(combo, case.plan, scratch, timeout_of(combo, self.settings))
+            self.last_out = out
             return self.judge_run(case, combo, out, base, keep=True)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            if self.hold:
+                self.last_scratch = scratch
+            else:
+                shutil.rmtree(scratch, ignore_errors=True)
 
     def visible(self, combo, out):
-        path = out.workdir / TARGET
+        path = out.workdir / target_name(combo.spec)
         target = path.read_bytes() if path.is_file() else None
         vis = {"target": target}
         if combo.spec.contract == "check":
@@ -411,6 +549,7 @@ class Judge:
         facts = dict(
             fault_fired=fault_fired(out.records, case.plan) if case.plan else False,
             fault_on_data_path=on_data_path(out.records, out.workdir),
+            fault_retried=fault_retried(out.records),
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
@@ -426,7 +565,8 @@ class Judge:
         # something decides.
         if verdict.ok and run.status == 0:
             for m in self.settings.models:
-                states = self.states(combo, self.explore(out, m, True),
+                states = self.states(combo, self.explore(
+                    out, m, True, target_name(combo.spec), only_exit=True),
                                      only_after_exit=True)
                 judged += len(states)
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
@@ -510,6 +650,9 @@ def expect_dict(e):
 
 def reproduce(spec, case):
     """One command that reruns this case alone."""
+    own = getattr(spec, "reproduce_command", None)
+    if own is not None:
+        return own(case.id)
     try:
         path = spec.path.resolve().relative_to(ROOT)
         prog = "scripts/crashcheck"
@@ -540,7 +683,7 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     state = d / "state"
     shutil.copytree(out.workdir, state, symlinks=True)
     old, new = contents(combo)
-    target = out.workdir / TARGET
+    target = out.workdir / target_name(combo.spec)
     got = target.read_bytes() if target.is_file() else None
     (d / "diff.txt").write_text(
         f"target against new: {payload.describe(got, old, new)}\n")
@@ -567,6 +710,8 @@ def uncaught(specs, results):
                                  call=r["call"] or None)]
             if any(r["verdict"] == e.verdict for r in mine):
                 continue
+            if mine and all(r["verdict"] == "skipped" for r in mine):
+                continue    # cannot run here; the report lists the reason
             seen = sorted({r["verdict"] for r in mine})
             lines.append(f"{spec.name}: expected {e.describe()}, "
                          + (f"got only {', '.join(seen)}" if seen

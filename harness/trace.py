@@ -5,11 +5,15 @@ what order, and which planned rules fired how often."""
 import errno as _errno
 import json
 import os
+import re
 from dataclasses import dataclass
 
 from . import UsageError
 
 EVENTS = ("init", "call", "crash")
+# calls that return an address on success (MAP_FAILED, -1, on failure)
+ADDRESS_CALLS = ("mmap", "mmap64")
+_HASH = re.compile(r"[0-9a-f]{16}\Z")
 
 
 class TraceError(UsageError):
@@ -45,10 +49,47 @@ def parse(data, name="<trace>"):
             rec = json.loads(line)
         except (ValueError, UnicodeDecodeError) as e:
             raise TraceError(f"{name}:{lineno}: not JSON: {e}") from None
+        except RecursionError:
+            # json's decoder recurses once per nesting level
+            raise TraceError(f"{name}:{lineno}: not JSON: nested too "
+                             "deeply") from None
         _validate(rec, name, lineno)
+        # The library records paths as the program spelled them after its
+        # cwd ('/x/work/../in/new'): fold the dots, so that "is this path
+        # inside the work directory" is a prefix test.
+        for key in ("path", "path2"):
+            p = rec.get(key)
+            if isinstance(p, str) and p.startswith("/"):
+                rec[key] = os.path.normpath(p)
         records.append(rec)
     records.sort(key=lambda r: r["seq"])
     return records
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# (field, test, what it must be) for the optional fields of docs/design.md
+_OPTIONAL = (
+    ("pid", _is_int, "an integer"),
+    ("ppid", _is_int, "an integer"),
+    ("exe", lambda v: isinstance(v, str), "a string"),
+    ("plan", lambda v: isinstance(v, str), "a string"),
+    ("watch", lambda v: isinstance(v, str), "a string"),
+    ("fd", _is_int, "an integer"),
+    ("path", lambda v: isinstance(v, str), "a string"),
+    ("path2", lambda v: isinstance(v, str), "a string"),
+    ("ino", lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
+    ("off", _is_int, "an integer"),
+    ("len", _is_int, "an integer"),
+    ("flags", lambda v: isinstance(v, list)
+     and all(isinstance(f, str) for f in v), "a list of strings"),
+    ("fault", lambda v: isinstance(v, dict), "an object"),
+    ("dir", lambda v: isinstance(v, bool), "a boolean"),
+    ("when", lambda v: v in ("before", "after"), "'before' or 'after'"),
+    ("rule", _is_int, "an integer"),
+)
 
 
 def _validate(rec, name, lineno):
@@ -72,6 +113,18 @@ def _validate(rec, name, lineno):
         for key in ("ret", "errno"):
             if not isinstance(rec.get(key), int) or isinstance(rec.get(key), bool):
                 bad(f"{key} is not an integer")
+    # The optional fields, when present, have the types the readers of an
+    # accepted record (format_call, fired, the sweep, the explorer) use
+    # them as: checked here, so that a damaged trace is one TraceError
+    # rather than a traceback wherever the bad field is first used.
+    for key, want, what in _OPTIONAL:
+        value = rec.get(key)
+        if value is not None and not want(value):
+            bad(f"{key} is not {what}")
+    fault = rec.get("fault")
+    if fault is not None and not (
+            _is_int(fault.get("rule")) and isinstance(fault.get("action"), str)):
+        bad("fault lacks an integer rule or an action")
     snap = rec.get("snap")
     if snap is not None:
         if not isinstance(snap, dict):
@@ -87,7 +140,11 @@ def _validate(rec, name, lineno):
             for ino, f in files.items():
                 if not (isinstance(f, dict) and isinstance(f.get("size"), int)
                         and isinstance(f.get("hash"), str)):
-                    bad(f"snap.files[{ino}] lacks size or hash")
+                    bad(f"snap.files[{ino!r}] lacks size or hash")
+                # the hash names a file in the snapshot directory
+                if not _HASH.match(f["hash"]):
+                    bad(f"snap.files[{ino!r}].hash {f['hash']!r} is not "
+                        "16 hex digits")
 
 
 def calls(records):
@@ -143,7 +200,12 @@ def format_call(rec, base=None, show_pid=False, root=None):
         parts.append(f"len={rec['len']}")
     if rec.get("flags"):
         parts.append("|".join(rec["flags"]))
-    line = " ".join(parts) + f" = {rec['ret']}"
+    ret = rec["ret"]
+    if rec["call"] in ADDRESS_CALLS and ret != -1:
+        # An address differs from run to run (ASLR): shown, it would make
+        # two runs of the same case read differently in every report.
+        ret = "<addr>"
+    line = " ".join(parts) + f" = {ret}"
     if rec.get("ret", 0) < 0 and rec.get("errno"):
         line += f" {errno_name(rec['errno'])}"
     if rec.get("fault"):

@@ -677,3 +677,22 @@ def test_layout(tmp_path):
         assert open(p, "rb").read() == st.files[os.path.basename(p)]
     with pytest.raises(ExplorerError, match="not empty"):
         layout(st, tmp_path / "s")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_stdio_data_after_fsync_points_to_fflush(model):
+    """fsync before fflush: the data reaches the kernel only at fclose,
+    after the fsync, so the rule named is the missing fflush, not a
+    missing fsync."""
+    t = Trace({"target": OLD})
+    t.create("target.tmp")
+    t.fsync("target.tmp")
+    t.change("fclose", "target.tmp", NEW)
+    t.rename("target.tmp", "target")
+    t.fsync_dir()
+    after = t.explore(model)[-1]
+    bad = [s for s in after.states if s.target != NEW]
+    if model == "posix":
+        assert bad and all(s.rule == explorer.RULE_FFLUSH for s in bad)
+    else:
+        assert not bad      # ext4: the rename forced the data out

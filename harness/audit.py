@@ -1,0 +1,355 @@
+"""`crashcheck audit ... -- PROGRAM [ARG...]`: the sweep, on a user's program.
+
+An audit is a workload spec made on the spot: its command is the user's
+program, its contract --contract (or --check), its one "size" the length of
+the new content, and its old and new contents come from the user's files
+(--old/--absent, --new) or, by default, from generated payloads. It then
+runs through the same pytest plugin as `crashcheck run`, so the cases, the
+oracle, the power-loss explorer and the reports are the same.
+
+The plugin's processes (pytest-xdist workers) learn about the audit from
+<out>/.audit/: audit.json (what `load` reads back into an AuditSpec) and a
+copy of the old and the new content, made once from the user's files, which
+are only read. The directory goes when the audit ends, unless --keep.
+
+Inside a run the program's working directory is the scratch work directory
+holding the target; `{target}` in its arguments is the target's name there,
+`{new}` a path to the copy of the new content outside it.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ROOT, UsageError, payload, runcmd, sweep
+from .spec import CONTRACTS, MAX_SIZE, Spec
+
+AUDIT_DIR = ".audit"
+SPEC_FILE = "audit.json"
+OLD_FILE = "old"
+NEW_FILE = "new"
+
+# The default new content when --new is not given: two whole blocks and a
+# byte, so a torn write shows block by block; the default old content is a
+# block longer (sweep.old_size), so a program that forgets to truncate
+# leaves a visible tail.
+DEFAULT_SIZE = 8193
+DEFAULT_TIMEOUT = 10.0
+
+PLACEHOLDERS = ("{target}", "{new}")
+_NAME_BAD = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class AuditSpec(Spec):
+    """A Spec whose command is a user's program. The sweep asks it for
+    the target's file name, the contents and the reproduce command; its
+    placeholders are only {target} and {new}: any other brace in a user's
+    argument (an awk script, a SQL literal) is the program's business."""
+    target: str = sweep.TARGET          # file name of the target in the work dir
+    inputs: Path | None = None          # the .audit directory: old, new copies
+    rerun: tuple = ()                   # reproduce argv, up to before --case
+    program: tuple = ()                 # the program and arguments as typed
+    size_in_id = False                  # one size only: case ids omit it
+
+    def _subst(self, argv, target, new):
+        return [a.replace("{target}", str(target)).replace("{new}", str(new))
+                for a in argv]
+
+    def argv(self, bin, target, new, strategy=None):
+        return self._subst(self.command, target, new)
+
+    def check_argv(self, bin, target, new, strategy=None):
+        if self.check is None:
+            raise ValueError(f"{self.name}: contract is {self.contract}, "
+                             "not a checker")
+        return self._subst(self.check, target, new)
+
+    def contents(self):
+        """(old, new) bytes; old is None when the target starts absent."""
+        return _read_inputs(self.inputs, self.old == "absent")
+
+    def reproduce_command(self, case_id):
+        return shlex.join(list(self.rerun) + ["--case", case_id, "--"]
+                          + list(self.program))
+
+
+_INPUTS = {}
+
+
+def _read_inputs(inputs, absent):
+    """The copies in .audit/, read once per process: every case of a
+    worker needs them, some several times."""
+    key = (str(inputs), absent)
+    if key not in _INPUTS:
+        new = (inputs / NEW_FILE).read_bytes()
+        old = None if absent else (inputs / OLD_FILE).read_bytes()
+        _INPUTS[key] = (old, new)
+    return _INPUTS[key]
+
+
+def load(path):
+    """The AuditSpec described by an audit.json (written by cmd_audit)."""
+    path = Path(path)
+    try:
+        with open(path) as fh:
+            d = json.load(fh)
+        return AuditSpec(
+            path=path, name=d["name"], description=d["description"],
+            command=tuple(d["command"]), strategies=(),
+            contract=d["contract"],
+            check=tuple(d["check"]) if d["check"] else None,
+            sizes=(d["size"],), old=d["old"], timeout=float(d["timeout"]),
+            target=d["target"], inputs=path.parent, rerun=tuple(d["rerun"]),
+            program=tuple(d["program"]))
+    except OSError as e:
+        raise UsageError(f"audit: cannot read '{path}': {e.strerror}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"audit: '{path}' is not an audit description: "
+                         f"{e}") from None
+
+
+# ------------------------------------------------------------ command line
+
+def setup_audit(p):
+    g = p.add_argument_group("what the program is given and must leave")
+    old = g.add_mutually_exclusive_group()
+    old.add_argument("--old", metavar="FILE",
+                     help="the target's content before the run (default: a "
+                          "generated payload)")
+    old.add_argument("--absent", action="store_true",
+                     help="the target does not exist before the run (the "
+                          "program creates it)")
+    g.add_argument("--new", metavar="FILE",
+                   help="the content the program must leave in the target; "
+                        "{new} in its arguments is a copy of it (default: a "
+                        "generated payload, for programs given {new})")
+    g.add_argument("--target", metavar="NAME",
+                   help="the target's file name in the work directory "
+                        "(default: target)")
+    judged = g.add_mutually_exclusive_group()
+    judged.add_argument("--contract", choices=CONTRACTS,
+                        help="what the program promises (default: atomic)")
+    judged.add_argument("--check", metavar="CMD",
+                        help="judge each state with CMD instead (split like a "
+                             "shell would, no shell; {target} substituted; run "
+                             "in the state's directory with CRASHCHECK_EXPECT "
+                             "= new or old-or-new; exit 0 = acceptable)")
+    p.add_argument("--case", metavar="ID", action="append", default=[],
+                   help="run only this case (exact id, as in a reproduce "
+                        "command); repeatable")
+    runcmd.add_sweep_options(p)
+    # The shared options' help speaks of specs; an audit has its own defaults.
+    for action in p._actions:
+        if action.dest == "out":
+            action.help = "results directory (default: results/audit-PROGRAM/)"
+        elif action.dest == "timeout":
+            action.help = "seconds per run (default: 10)"
+    from .cli import add_program
+    add_program(p)
+
+
+def program_name(argv0):
+    """A case-id-safe name from the program's file name: 'sqlite3',
+    'my-tool', 'python3'."""
+    name = _NAME_BAD.sub("-", os.path.basename(argv0).lower()).strip("-_")
+    return name or "program"
+
+
+def resolve_program(name, what):
+    """The program as an absolute path when it has a '/' (it runs in a
+    scratch directory, not here); checked so a typo is a usage error."""
+    if not name:
+        raise UsageError(f"{what}: empty program name")
+    if "/" in name:
+        path = Path(name)
+        if not path.exists():
+            raise UsageError(f"{what}: program not found: {name}")
+        if path.is_dir():
+            raise UsageError(f"{what}: program is a directory: {name}")
+        if not os.access(path, os.X_OK):
+            raise UsageError(f"{what}: program not executable: {name}")
+        return str(path.absolute())
+    if shutil.which(name) is None:
+        raise UsageError(f"{what}: program not found in PATH: {name}")
+    return name
+
+
+def read_input(option, name):
+    """A user's content file, read (never written), with its problem named."""
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"{option}: '{name}' is a directory")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SIZE + 1)
+    except OSError as e:
+        raise UsageError(f"{option}: cannot read '{name}': {e.strerror}") from None
+    if len(data) > MAX_SIZE:
+        raise UsageError(f"{option}: '{name}' is larger than {MAX_SIZE >> 20} MiB")
+    return data
+
+
+def target_arg(text):
+    if text is None:
+        return sweep.TARGET
+    if (not text or "/" in text or text in (".", "..") or "\0" in text
+            or text.startswith("-")):
+        raise UsageError(f"--target: '{text}' is not a plain file name "
+                         "(no '/', not '.' or '..', not starting with '-')")
+    if len(text.encode()) > 200:
+        raise UsageError(f"--target: '{text[:40]}...' is too long "
+                         "(at most 200 bytes)")
+    return text
+
+
+def check_arg(text):
+    if text is None:
+        return None
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise UsageError(f"--check: cannot split '{text}': {e}") from None
+    if not argv:
+        raise UsageError("--check: empty command")
+    argv[0] = resolve_program(argv[0], "--check")
+    return argv
+
+
+def rerun_argv(args):
+    """`crashcheck audit` with the options that decide the cases, for the
+    reproduce command: where the results go and how the work is spread
+    (--out, --jobs, --shard, --keep) are left out, so the rerun of one
+    case never overwrites the audit's reports."""
+    try:
+        here = Path.cwd()
+        prog = "scripts/crashcheck" if here.resolve() == ROOT else \
+            str(ROOT / "scripts" / "crashcheck")
+    except OSError:
+        prog = str(ROOT / "scripts" / "crashcheck")
+    argv = [prog, "audit"]
+    for opt, value in (("--old", args.old), ("--new", args.new),
+                       ("--target", args.target), ("--contract", args.contract),
+                       ("--check", args.check), ("--faults", args.faults),
+                       ("--timeout", args.timeout)):
+        if value is not None:
+            argv += [opt, value]
+    if args.absent:
+        argv.append("--absent")
+    if args.model != "all":
+        argv += ["--model", args.model]
+    if args.seed != "0":
+        argv += ["--seed", args.seed]
+    if args.cap != "64":
+        argv += ["--cap", args.cap]
+    return argv
+
+
+def cmd_audit(args):
+    """audit a program of yours: every call x fault, and power loss
+
+    Runs PROGRAM in a private scratch directory holding the target (named
+    'target', or --target NAME) with the old content (--old FILE; --absent
+    for a program that creates it; default a generated payload). In its
+    arguments {target} is the target's name (the program runs in that
+    directory: give other files by absolute path) and {new} a path to a
+    copy of --new, the content it must leave (default: a generated payload,
+    for programs that copy {new}).
+
+    The run is recorded, then swept like a workload spec: one case per
+    traced call on the scratch directory and fault class, one power-loss
+    case per crash point and model, each judged against --contract
+    (default atomic) or by --check CMD. When the trace shows nothing the
+    program did to the target (a static binary, raw system calls,
+    io_uring), the audit says so and fails instead of passing.
+
+    Reports go to --out (default results/audit-PROGRAM/): results.json,
+    report.md, report.html, junit.xml, and cases/<id>/ for each finding.
+
+    Exit status: 0 no finding; 1 findings (one line each, with the command
+    that reruns it alone); 2 a usage or setup error (one line).
+    """
+    program = list(args.program)
+    exe = resolve_program(program[0], "program")
+    target = target_arg(args.target)
+    check = check_arg(args.check)
+    contract = "check" if check else (args.contract or "atomic")
+    uses_new = any("{new}" in a for a in program[1:])
+    if args.new is None and not uses_new and contract != "check":
+        raise UsageError("--new FILE is required: the program's arguments "
+                         "have no {new}, so crashcheck cannot know what it "
+                         "must leave in the target")
+    if not any("{target}" in a for a in program[1:]) and args.target is None:
+        # A program may have the file name built in (--target says which);
+        # a default-named target that nobody passes to it is a mistake.
+        raise UsageError("the program's arguments have no {target}: pass "
+                         "{target}, or name the file it writes with --target")
+    old = None if args.absent else (read_input("--old", args.old)
+                                    if args.old is not None else None)
+    new = read_input("--new", args.new) if args.new is not None else None
+    if new is None:
+        new = payload.make(DEFAULT_SIZE, payload.NEW, 0)
+    if old is None and not args.absent:
+        old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+
+    name = program_name(program[0])
+    default = runcmd.DEFAULT_OUT / ("rerun" if args.case else f"audit-{name}")
+    out = Path(args.out) if args.out else default
+    rerun = rerun_argv(args)
+    command = shlex.join(rerun[:1] + ["audit"] + _shown_options(args)
+                         + ["--"] + program)
+    # Every option is checked (pytest_args) before anything is written.
+    out = out.absolute()
+    inputs = out / AUDIT_DIR
+    argv = runcmd.pytest_args(args, [], out, command) + \
+        ["--cc-audit", str(inputs / SPEC_FILE)]
+    runcmd.out_dir(args, default)
+    if not (args.case or args.shard):
+        shutil.rmtree(out / "cases", ignore_errors=True)
+    shutil.rmtree(inputs, ignore_errors=True)
+    try:
+        inputs.mkdir()
+        (inputs / NEW_FILE).write_bytes(new)
+        if old is not None:
+            (inputs / OLD_FILE).write_bytes(old)
+        desc = {
+            "name": name,
+            "description": f"audit of {shlex.join(program)}",
+            "command": [exe] + program[1:],
+            "contract": contract,
+            "check": check,
+            "size": len(new),
+            "old": "absent" if old is None else "payload",
+            "timeout": runcmd._timeout(args.timeout) or DEFAULT_TIMEOUT,
+            "target": target,
+            "rerun": rerun,
+            "program": program,
+        }
+        with open(inputs / SPEC_FILE, "w") as fh:
+            json.dump(desc, fh, indent=1)
+    except OSError as e:
+        shutil.rmtree(inputs, ignore_errors=True)
+        raise UsageError(f"--out: cannot write '{inputs}': {e.strerror}") from None
+    try:
+        return runcmd.sweep(argv)
+    finally:
+        if not args.keep:
+            shutil.rmtree(inputs, ignore_errors=True)
+
+
+def _shown_options(args):
+    """The options as typed, for the reports' command line."""
+    shown = rerun_argv(args)[2:]
+    for opt, value in (("--shard", args.shard), ("--jobs", args.jobs),
+                       ("--out", args.out)):
+        if value is not None:
+            shown += [opt, value]
+    if args.keep:
+        shown.append("--keep")
+    for case in args.case:
+        shown += ["--case", case]
+    return shown

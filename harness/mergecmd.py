@@ -1,0 +1,122 @@
+"""`crashcheck merge [--out DIR] DIR...`: one set of reports from shards.
+
+A CI fleet runs `crashcheck run|audit --shard K/N` in N jobs; each writes
+its own results directory. merge reads their results.json files
+(report.merge: a case met twice must carry the same result), checks that
+they are the N shards of one run, and writes results.json, report.md,
+report.html and junit.xml as one unsharded run would have.
+
+The shard check uses what the plugin records in each shard's metadata:
+`shard` ("K/N") and `enumerated` (the number of cases the run enumerated
+and a digest of their ids). Shards of one run enumerate the same cases;
+if they do not (a program whose calls vary from run to run), or one shard
+is missing, the merged report would silently lack cases, so merge refuses.
+"""
+
+import sys
+from pathlib import Path
+
+from . import ROOT, UsageError, report
+
+DEFAULT_OUT = ROOT / "results" / "merged"
+
+
+def setup_merge(p):
+    p.add_argument("dirs", metavar="DIR", nargs="+",
+                   help="a shard's results directory (or its results.json)")
+    p.add_argument("--out", metavar="DIR",
+                   help="where the merged reports go (default: results/merged/)")
+
+
+def _results_path(item):
+    path = Path(item)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise UsageError(f"no results.json in '{item}'")
+    return path
+
+
+def check_shards(paths):
+    """Refuse a set of results that is not whole: shards of different
+    runs, a shard missing or given twice, enumerations that differ."""
+    shards = []
+    for path in paths:
+        _, meta = report.load(path)
+        shards.append((path, meta.get("shard"), meta.get("enumerated")))
+    sharded = [s for s in shards if s[1]]
+    if not sharded:
+        return None
+    if len(sharded) != len(shards):
+        whole = next(p for p, k, _ in shards if not k)
+        raise UsageError(f"'{whole}' is not a shard, but '{sharded[0][0]}' is: "
+                         "merge the shards of one run")
+    seen = {}
+    total = None
+    for path, shard, enum in shards:
+        k, n = (int(x) for x in shard.split("/"))
+        if total is None:
+            total = n
+        elif n != total:
+            raise UsageError(f"'{path}' is shard {shard}, but '{shards[0][0]}' "
+                             f"is one of {total}")
+        if k in seen:
+            raise UsageError(f"shard {shard} given twice: '{seen[k]}' and "
+                             f"'{path}'")
+        seen[k] = path
+    missing = [k for k in range(1, total + 1) if k not in seen]
+    if missing:
+        raise UsageError(f"shard {missing[0]}/{total} missing "
+                         f"({len(seen)} of {total} given)")
+    digests = {(e or {}).get("digest") for _, _, e in shards}
+    if len(digests) != 1 or None in digests:
+        raise UsageError("the shards enumerated different cases (is the "
+                         "program's sequence of calls the same on every run?): "
+                         "rerun all shards")
+    return shards[0][2]
+
+
+def cmd_merge(args):
+    """merge the results of shards (--shard K/N) into one set of reports
+
+    Reads each DIR's results.json (from `crashcheck run` or `audit` with
+    --shard K/N), checks they are all N shards of one run, and writes
+    results.json, report.md, report.html and junit.xml to --out (default
+    results/merged/), as the unsharded run would have. Results that are not
+    shards (e.g. runs of different specs) are merged as they are.
+
+    Exit status: 0 when the merged run has no failed case and every buggy
+    variant is caught; 1 otherwise (the failures are listed); 2 for bad
+    input (a missing or unreadable results.json, shards of different runs,
+    a shard missing or given twice).
+    """
+    paths = [_results_path(d) for d in args.dirs]
+    out = Path(args.out) if args.out else DEFAULT_OUT
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: '{out}' is not a directory")
+    for p in paths:
+        if p.parent.resolve() == out.resolve():
+            raise UsageError(f"--out: '{out}' is one of the inputs")
+    enumerated = check_shards(paths)
+    cases, meta = report.merge(paths)
+    meta.pop("shard", None)
+    if enumerated is not None:
+        if len(cases) != enumerated["cases"]:
+            raise UsageError(f"the shards hold {len(cases)} cases, the run "
+                             f"enumerated {enumerated['cases']}")
+        meta["enumerated"] = enumerated
+    summary = report.write_all(out, cases, meta)
+    report.write_junit(out / "junit.xml", cases, meta)
+    for c in cases:
+        if not c["passed"]:
+            print(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding', '')}")
+            if c.get("reproduce"):
+                print(f"  reproduce: {c['reproduce']}")
+    for line in summary["not_caught"]:
+        print(f"NOT CAUGHT {line}")
+    print("crashcheck: " + " ".join(report.summary_sentences(summary)))
+    print("crashcheck: reports: " + ", ".join(
+        str(out / f) for f in ("report.md", "report.html", "results.json",
+                               "junit.xml")))
+    sys.stdout.flush()
+    return 0 if summary["passed"] else 1
