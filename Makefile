@@ -4,7 +4,9 @@
 #   make              build everything (workloads, faults, unit tests)
 #   make check        build, then run the Check unit tests and pytest
 #   make run          build, then sweep the built-in corpus (results/)
-#   make fuzz         fuzz the plan parser (FUZZ_TIME seconds, default 60)
+#   make fuzz         fuzz the plan parser, the spec reader and the trace
+#                     reader (FUZZ_TIME seconds each, default 60)
+#   make bench        measure the sweep against exec, strace, fiu-run
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -34,8 +36,18 @@ check: all
 run: all
 	$(Q)scripts/crashcheck run $(RUN_FLAGS) workloads/specs/*.toml
 
+# libFuzzer on plan_parse (C), then fuzz/fuzz_py.py on harness/spec.py,
+# harness/trace.py and harness/explorer.py; a crash fails the target and
+# leaves its input in fuzz/crash-*.
+FUZZ_TIME ?= 60
 fuzz: deps
-	$(Q)$(SUBMAKE) -C faults fuzz
+	$(Q)$(SUBMAKE) -C faults fuzz FUZZ_TIME=$(FUZZ_TIME)
+	$(Q)$(PYTHON) fuzz/fuzz_py.py --time $(FUZZ_TIME) spec trace explorer
+
+# What a sweep case costs next to exec, strace and fiu-run (scripts/bench);
+# BENCH_FLAGS=--quick for small samples.
+bench: all
+	$(Q)scripts/bench $(BENCH_FLAGS)
 
 # Quiet when everything is there; otherwise say what is missing and try to
 # install it (which fails, printing the apt-get line, when not root).
@@ -49,4 +61,4 @@ ifneq ($(HAVE_FAULTS),)
 endif
 	$(Q)$(SUBMAKE) -C tests/unit clean
 
-.PHONY: all check run fuzz deps clean
+.PHONY: all check run fuzz bench deps clean

@@ -1,0 +1,43 @@
+"""scripts/bench runs and prints its table. No timing is asserted: the
+figures depend on the machine; that every row is there does not."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness import ROOT
+
+BENCH = ROOT / "scripts" / "bench"
+
+
+def test_quick_prints_every_row():
+    proc = subprocess.run([sys.executable, str(BENCH), "--quick"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = proc.stdout
+    for row in ("(a) floor", "(b) sweep", "(c) strace", "(d) fiu-run",
+                "(e) sweep / floor", "sweep / strace", "sweep / fiu-run",
+                "states/s", "(f) default make run", "(g) scaling"):
+        assert row in out, f"expected a '{row}' row in:\n{out}"
+    # the scaling table has one line per number of writes, each with a
+    # number of cases that grows with it
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+x$",
+                      out, re.M)
+    assert [int(w) for w, _ in rows] == [1, 10, 100], out
+    cases = [int(c) for _, c in rows]
+    assert cases == sorted(cases) and cases[0] < cases[-1], out
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--jobs", "0"], "--jobs"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_option_is_one_line_and_exit_2(args, problem):
+    proc = subprocess.run([sys.executable, str(BENCH), *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bench: ") and problem in lines[0], \
+        proc.stderr
