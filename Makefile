@@ -26,6 +26,15 @@ ifneq ($(HAVE_FAULTS),)
 endif
 	$(Q)$(SUBMAKE) -C tests/unit
 
+# Sanitized programs the tests run directly, not through the runner, get
+# the runner's sanitizer policy (harness/sanitizers.py): a report aborts
+# (SIGABRT, never an exit 1 that reads as a reported failure), and SIGBUS
+# stays the program's own signal.
+ifdef SANITIZE
+check: export ASAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
+check: export UBSAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
+endif
+
 check: all
 	$(Q)$(SUBMAKE) -C tests/unit check
 	$(Q)$(SUBMAKE) -C faults check

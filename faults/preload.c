@@ -68,6 +68,7 @@ static TLS struct {
 } tls_fire;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static bool init_done;	/* cc_init has read the environment */
 
 /* ---- setup ------------------------------------------------------------ */
 
@@ -202,6 +203,10 @@ static void cc_init(void)
 
 		if (!cc.watch)
 			cc_die("CRASHCHECK_SNAPDIR is set but CRASHCHECK_WATCH is not");
+		/* the snapshots are named only in the trace: without one they
+		 * would be taken and lost, and the run would look recorded */
+		if (!cc.trace)
+			cc_die("CRASHCHECK_SNAPDIR is set but CRASHCHECK_TRACE is not");
 		cc.snapdir = abs_dir_env("CRASHCHECK_SNAPDIR", snap_buf,
 					 sizeof(snap_buf), true);
 	}
@@ -238,6 +243,7 @@ static void cc_init(void)
 		}
 	}
 	cc_trace_init();
+	__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
 	tls_busy--;
 }
 
@@ -272,6 +278,16 @@ static void *resolve(const char *name)
 static bool enter(void)
 {
 	if (tls_busy)
+		return false;
+	/*
+	 * ASan's runtime, preloaded ahead of us, initializes from the
+	 * executable's preinit_array and maps memory through our mmap before
+	 * libc has set environ: initializing then would find no CRASHCHECK_*
+	 * variable and run the whole program with no plan and no trace, every
+	 * fault silently absent. Those calls are the runtime's, not the
+	 * program's: let them through uncounted until the environment exists.
+	 */
+	if (!environ && !__atomic_load_n(&init_done, __ATOMIC_ACQUIRE))
 		return false;
 	tls_busy++;
 	/* a call may come before our constructor, from another one */

@@ -170,7 +170,7 @@ class CrashState:
         """Content address of the whole state, as hex."""
         h = hashlib.blake2b(digest_size=16)
         for name, d in self.key:
-            h.update(name.encode() + b"\0" + d)
+            h.update(os.fsencode(name) + b"\0" + d)
         return h.hexdigest()
 
     def copy(self):
@@ -348,6 +348,14 @@ class _Blobs:
             raise ExplorerError(f"trace record seq={seq}: snapshot {h} holds "
                                 f"{len(data)} bytes, the trace says {size}")
         return data
+
+
+def _encodable(name):
+    try:
+        os.fsencode(name)
+    except UnicodeEncodeError:      # a lone surrogate outside \udc80-\udcff
+        return False
+    return True
 
 
 def _ino(value, seq, what):
@@ -657,7 +665,13 @@ class _World:
         if not isinstance(d, dict):
             raise ExplorerError(f"trace record seq={seq}: snap.dir is not an "
                                 f"object")
-        return {str(n): _ino(i, seq, f"snap.dir.{n}") for n, i in d.items()}
+        for n in d:
+            # each name becomes a file of a laid-out crash state
+            if not isinstance(n, str) or not n or "/" in n or "\0" in n \
+                    or n in (".", "..") or not _encodable(n):
+                raise ExplorerError(f"trace record seq={seq}: snap.dir: bad "
+                                    f"file name {n!r}")
+        return {n: _ino(i, seq, f"snap.dir.{n}") for n, i in d.items()}
 
     def _node(self, ino):
         node = self.inodes.get(ino)

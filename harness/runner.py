@@ -12,7 +12,9 @@ import select
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,15 +158,21 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
                 stdin=subprocess.DEVNULL if stdin is None else stdin,
                 stdout=out, stderr=err)
         start = time.monotonic()
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env,
-                                    start_new_session=True, **streams)
-        except FileNotFoundError:
-            raise SetupError(f"program not found: {argv[0]}") from None
-        except PermissionError:
-            raise SetupError(f"program not executable: {argv[0]}") from None
+        with _signals_held() as held:
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, env=env,
+                                        start_new_session=True, **streams)
+            except FileNotFoundError:
+                raise SetupError(f"program not found: {argv[0]}") from None
+            except PermissionError:
+                raise SetupError(f"program not executable: {argv[0]}") from None
+            except OSError as e:
+                # ENOEXEC (not a program the kernel can run), ELOOP, E2BIG...
+                raise SetupError(f"cannot run {argv[0]}: {e.strerror}") from None
         timed_out = False
         try:
+            for signum in held:
+                signal.raise_signal(signum)     # now the group can be killed
             _wait(proc, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -192,6 +200,33 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
                stdout=stdout, stderr=stderr,
                stdout_truncated=out_cut, stderr_truncated=err_cut,
                trace_path=Path(trace) if trace is not None else None)
+
+
+@contextmanager
+def _signals_held():
+    """Hold ^C and SIGTERM while Popen starts the program.
+
+    Popen returns only after the child has exec'd; a KeyboardInterrupt
+    (or the CLI's SIGTERM exit) raised inside it leaves a running program
+    we have no handle on, whose group nobody kills. Held, the signal is
+    raised again by run() once the Popen object exists, where the group
+    is killed on the way out. Only the main thread can set handlers; in
+    another (the sweep's baseline pool) signals do not arrive anyway."""
+    held = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    saved = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        saved[signum] = signal.signal(
+            signum, lambda n, frame: held.append(n))
+    try:
+        yield held
+    finally:
+        for signum, handler in saved.items():
+            # None: a handler set outside Python; the default is the best
+            # we can put back
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def _capture_file(name):

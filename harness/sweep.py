@@ -317,6 +317,10 @@ def nothing_intercepted(combo, out):
     init record: the library never loaded), raw system calls or io_uring
     change files behind the library's back: a sweep of such a trace has
     nothing to fault and no writes to lose, and would pass for nothing."""
+    if out.run.timed_out or out.run.signal is not None:
+        # A program that hangs or dies of a signal before it writes has
+        # its own verdict (hang, crashed), which says more than this.
+        return ""
     target = target_name(combo.spec)
     old, _ = contents(combo)
     path = out.workdir / target

@@ -53,6 +53,11 @@ def parse(data, name="<trace>"):
             # json's decoder recurses once per nesting level
             raise TraceError(f"{name}:{lineno}: not JSON: nested too "
                              "deeply") from None
+        if _SURROGATE.search(line) and not _encodable(rec):
+            # The library writes bytes that are not UTF-8 as \u00XX, never
+            # as surrogates; a lone one cannot be a file name, nor printed.
+            raise TraceError(f"{name}:{lineno}: a string holds a lone "
+                             "UTF-16 surrogate")
         _validate(rec, name, lineno)
         # The library records paths as the program spelled them after its
         # cwd ('/x/work/../in/new'): fold the dots, so that "is this path
@@ -64,6 +69,17 @@ def parse(data, name="<trace>"):
         records.append(rec)
     records.sort(key=lambda r: r["seq"])
     return records
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _encodable(rec):
+    try:
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_int(v):
