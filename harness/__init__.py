@@ -6,5 +6,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def tree_path(path):
+    """PATH relative to the tree when it lies inside it, else as given:
+    what reports and messages show, the same from any checkout."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 class UsageError(Exception):
     """A bad input from the user (plan, option, spec): one line, exit 2."""

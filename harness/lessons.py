@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT
+from . import ROOT, tree_path
 
 VARIANT_DIR = ROOT / "workloads" / "variants"
 LIB_DIR = ROOT / "workloads" / "lib"
@@ -218,21 +218,13 @@ def extract(text, name, where="source"):
     return text[d.start:d.end]
 
 
-def _rel(path):
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
 def variant_function(path):
     """(name, text) of the one function a variant file defines."""
     text = Path(path).read_text()
     defs = definitions(text)
     if len(defs) != 1:
         names = ", ".join(d.name for d in defs) or "none"
-        raise ExtractError(f"{_rel(path)}: a variant defines exactly one "
+        raise ExtractError(f"{tree_path(path)}: a variant defines exactly one "
                            f"function, this one defines {len(defs)} ({names})")
     d = defs[0]
     return d.name, text[d.start:d.end]
@@ -244,13 +236,13 @@ def correct_function(name, lib_dir=LIB_DIR):
     for path in sorted(Path(lib_dir).glob("*.c")):
         text = path.read_text()
         if any(d.name == name for d in definitions(text)):
-            hits.append((path, extract(text, name, _rel(path))))
+            hits.append((path, extract(text, name, tree_path(path))))
     if not hits:
-        raise ExtractError(f"{_rel(lib_dir)}: no library file defines "
+        raise ExtractError(f"{tree_path(lib_dir)}: no library file defines "
                            f"'{name}', which a variant replaces")
     if len(hits) > 1:
-        raise ExtractError(f"{_rel(lib_dir)}: '{name}' is defined in "
-                           + " and ".join(_rel(p) for p, _ in hits))
+        raise ExtractError(f"{tree_path(lib_dir)}: '{name}' is defined in "
+                           + " and ".join(tree_path(p) for p, _ in hits))
     return hits[0]
 
 
@@ -261,8 +253,8 @@ def fix_diff(variant_path, lib_dir=LIB_DIR):
     path, good = correct_function(name, lib_dir)
     lines = difflib.unified_diff(
         bad.splitlines(), good.splitlines(),
-        fromfile=f"{_rel(variant_path)} ({name}, with the defect)",
-        tofile=f"{_rel(path)} ({name}, correct)", lineterm="")
+        fromfile=f"{tree_path(variant_path)} ({name}, with the defect)",
+        tofile=f"{tree_path(path)} ({name}, correct)", lineterm="")
     return "\n".join(lines) + "\n"
 
 
@@ -320,7 +312,7 @@ def lessons(specs, results, variant_dir=VARIANT_DIR, lib_dir=LIB_DIR):
 def _diff_or_reason(spec, variant_dir, lib_dir):
     path = variant_path(spec, variant_dir)
     if not path.is_file():
-        return (f"(no fix to show: {_rel(path)} does not exist, so "
+        return (f"(no fix to show: {tree_path(path)} does not exist, so "
                 f"{spec.name}'s program is not a variant of the corpus)\n")
     try:
         return fix_diff(path, lib_dir)

@@ -20,12 +20,11 @@ import signal
 import sys
 import time
 import traceback
-import zlib
 from pathlib import Path
 
 import pytest
 
-from . import ROOT, UsageError, lessons, report, spec as specmod, sweep
+from . import ROOT, UsageError, lessons, report, spec as specmod, sweep, tree_path
 
 CASES_FILE = "cases.json"
 
@@ -63,15 +62,6 @@ def pytest_addoption(parser):
                      "(default: one per core; 1: in the pytest process)")
 
 
-def _rel(path):
-    """A spec's path relative to the tree when it is inside it, so that
-    results.json reads the same from any checkout."""
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
 def _is_worker(config):
     return hasattr(config, "workerinput")
 
@@ -105,17 +95,9 @@ def _jobs(config):
 
 def parse_shard(text):
     try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise pytest.UsageError(f"--cc-shard: expected K/N, got {text!r}") from None
-    if not (n >= 1 and 1 <= k <= n):
-        raise pytest.UsageError(f"--cc-shard: need 1 <= K <= N, got {text!r}")
-    return k, n
-
-
-def in_shard(case_id, k, n):
-    """Deterministic, stable across machines and Python versions."""
-    return zlib.crc32(case_id.encode()) % n == k - 1
+        return sweep.parse_shard(text)
+    except ValueError as e:
+        raise pytest.UsageError(f"--cc-shard: {e}") from None
 
 
 class Sweep:
@@ -297,7 +279,7 @@ def pytest_generate_tests(metafunc):
     shard = metafunc.config.getoption("--cc-shard")
     if shard:
         k, n = parse_shard(shard)
-        cases = [c for c in cases if in_shard(c.id, k, n)]
+        cases = [c for c in cases if sweep.in_shard(c.id, k, n)]
     metafunc.parametrize("cc_case", cases, ids=[c.id for c in cases])
 
 
@@ -340,7 +322,7 @@ def pytest_sessionfinish(session, exitstatus):
                 results.append(json.load(fh))
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
-        "specs": [_rel(p) for p in state.spec_paths],
+        "specs": [tree_path(p) for p in state.spec_paths],
         "models": list(state.settings.models),
         "kinds": list(state.settings.kinds),
         "seed": state.settings.seed,

@@ -34,15 +34,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from . import UsageError
-
-# The fault classes, in the order the matrix shows them (crash-model.md).
-KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
-
-# crash-model.md's verdicts plus the harness's own, in the order reports
-# list them.
-VERDICTS = ("ok", "unreported-error", "lost-update", "torn", "missing",
-            "not-durable", "gave-up-on-transient", "crashed", "hang",
-            "skipped", "harness-error")
+# The fault classes, in the order the matrix shows them, and the verdicts,
+# in the order reports list them: the oracle's (crash-model.md's).
+from .oracle import KINDS, VERDICTS
 
 # Case statuses, worst first: the order cases are listed in and the
 # precedence that colours a matrix cell.

@@ -11,9 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
-from . import ROOT, UsageError
+from . import ROOT, UsageError, tree_path
 from . import spec as specmod
-from .sweep import KINDS
+from .sweep import KINDS, parse_shard
 
 DEFAULT_OUT = ROOT / "results"
 
@@ -106,12 +106,9 @@ def _shard(text):
     if text is None:
         return None
     try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise UsageError(f"--shard: expected K/N, got '{text}'") from None
-    if not (n >= 1 and 1 <= k <= n):
-        raise UsageError(f"--shard: need 1 <= K <= N, got '{text}'")
-    return f"{k}/{n}"
+        return "%d/%d" % parse_shard(text)
+    except ValueError as e:
+        raise UsageError(f"--shard: {e}") from None
 
 
 def pytest_args(args, spec_paths, out, command):
@@ -210,7 +207,7 @@ def cmd_run(args):
         # A full run replaces the previous one's findings directories.
         shutil.rmtree(out / "cases", ignore_errors=True)
     command = "scripts/crashcheck run " + " ".join(
-        _rel(p) for p in paths)
+        tree_path(p) for p in paths)
     return sweep(pytest_args(args, paths, out, command))
 
 
@@ -238,8 +235,3 @@ def check_selection(args, specs):
                              f"{e.message} at column {e.column}") from None
 
 
-def _rel(path):
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)

@@ -17,16 +17,16 @@ import hashlib
 import json
 import os
 import shutil
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ROOT, calls, explorer, fullfs, oracle, payload, runner, trace
 
-KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
-MODELS = ("posix", "ext4-ordered")
-HARD = ("enospc", "eio")
-TRANSIENT = ("eintr", "short")
+# The fault classes and the crash models, as the oracle defines them.
+KINDS = oracle.KINDS
+MODELS = oracle.MODELS
 
 # Names inside a run's scratch directory. The program runs in WORK with
 # the target named TARGET there, so its messages and our reports show
@@ -92,6 +92,23 @@ class Case:
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
+
+
+def parse_shard(text):
+    """'K/N' -> (K, N) with 1 <= K <= N; ValueError naming the problem."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"expected K/N, got '{text}'") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise ValueError(f"need 1 <= K <= N, got '{text}'")
+    return k, n
+
+
+def in_shard(case_id, k, n):
+    """Whether a case is in shard K of N: by a CRC-32 of its id, so the
+    split is the same on every machine and Python version."""
+    return zlib.crc32(case_id.encode()) % n == k - 1
 
 
 def old_size(size):
