@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from . import ROOT, UsageError, lessons, report, spec as specmod, sweep, tree_path
+from . import ROOT, UsageError, lessons, report, runner, spec as specmod, sweep, tree_path
 
 CASES_FILE = "cases.json"
 
@@ -118,7 +118,9 @@ class Sweep:
             raise pytest.UsageError(str(e)) from None
         self.specs_by_name = {s.name: s for s in self.specs}
         self.cases = []
+        self.collected = {}         # case id -> result, of this process
         self._judge = None
+        self.scratch_root = None
         self.started = time.time()
 
     @property
@@ -136,15 +138,21 @@ class Sweep:
     def judge(self):
         if self._judge is None:
             self._judge = sweep.Judge(self.specs, self.settings)
+            # the fault cases' scratch directories, one per process of
+            # the pool, under one root that pytest_unconfigure removes
+            self.scratch_root = runner.make_scratch("crashcheck-sweep-")
+            self._judge.scratch_root = self.scratch_root
         return self._judge
 
     def run_case(self, case):
-        """Execute and judge one case; its result goes to the work
-        directory, where pytest_sessionfinish gathers it."""
+        """Execute and judge one case. Under xdist its result goes to the
+        work directory, where pytest_sessionfinish in the controller
+        gathers it; otherwise outcome() keeps it."""
         res = self.judge().execute(case)
-        path = self.work / "results" / (sweep.safe_name(res["id"]) + ".json")
-        with open(path, "w") as fh:
-            json.dump(res, fh)
+        if _is_worker(self.config):
+            path = self.work / "results" / (sweep.safe_name(res["id"]) + ".json")
+            with open(path, "w") as fh:
+                json.dump(res, fh)
         return res
 
     # ---- the pool
@@ -158,6 +166,7 @@ class Sweep:
     def start_pool(self, cases, jobs):
         global _POOL_STATE
         _POOL_STATE = self
+        self.judge()                # made here, the pool's processes share its scratch root
         ctx = multiprocessing.get_context("fork")
         self._pool = ctx.Pool(jobs, initializer=_pool_init)
         self._ahead = self._pool.imap(_pool_run, cases)
@@ -167,6 +176,11 @@ class Sweep:
     def outcome(self, case):
         """The case's result: from the pool when one runs, else executed
         here."""
+        res = self._outcome(case)
+        self.collected[case.id] = res
+        return res
+
+    def _outcome(self, case):
         if getattr(self, "_pool", None) is None:
             return self.run_case(case)
         while case.id not in self._done:
@@ -265,27 +279,85 @@ def pytest_configure(config):
         config.option.tbstyle = "no"
 
 
-def pytest_generate_tests(metafunc):
-    if "cc_case" not in metafunc.fixturenames:
-        return
-    state = getattr(metafunc.config, "_crashcheck", None)
-    if state is None:
-        raise pytest.UsageError("harness/sweep_cases.py needs --cc-spec "
-                                "or --cc-audit")
-    cases = state.load_cases()
-    wanted = set(metafunc.config.getoption("--cc-case"))
-    if wanted:
-        cases = [c for c in cases if c.id in wanted]
-    shard = metafunc.config.getoption("--cc-shard")
-    if shard:
-        k, n = parse_shard(shard)
-        cases = [c for c in cases if sweep.in_shard(c.id, k, n)]
-    metafunc.parametrize("cc_case", cases, ids=[c.id for c in cases])
+SWEEP_CASES = ROOT / "harness" / "sweep_cases.py"
 
 
-@pytest.fixture
-def cc_sweep(request):
-    return request.config._crashcheck
+class CaseFailed(Exception):
+    """A case whose verdict is a finding no expectation covers."""
+
+
+class CaseItem(pytest.Item):
+    """One sweep case as a test item. Not a parametrized function: the
+    fixtures, the call machinery and the per-item output capture of a
+    Python test cost the pytest process more than a case costs a worker."""
+
+    def __init__(self, *, case, **kwargs):
+        super().__init__(**kwargs)
+        self.case = case
+
+    def runtest(self):
+        res = self.config._crashcheck.outcome(self.case)
+        if not res["passed"]:
+            raise CaseFailed(f"{res['id']}: {res['verdict']}: {res['finding']}\n"
+                             f"{res['explanation']}\nreproduce: {res['reproduce']}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class CaseFile(pytest.File):
+    """harness/sweep_cases.py, collected as the sweep's cases: the ones
+    --cc-case and --cc-shard select, in enumeration order."""
+
+    def collect(self):
+        state = getattr(self.config, "_crashcheck", None)
+        if state is None:
+            raise pytest.UsageError("harness/sweep_cases.py needs --cc-spec "
+                                    "or --cc-audit")
+        cases = state.load_cases()
+        wanted = set(self.config.getoption("--cc-case"))
+        if wanted:
+            cases = [c for c in cases if c.id in wanted]
+        shard = self.config.getoption("--cc-shard")
+        if shard:
+            k, n = parse_shard(shard)
+            cases = [c for c in cases if sweep.in_shard(c.id, k, n)]
+        for c in cases:
+            # the name a parametrized test_case had: -k and the progress
+            # lines read as before
+            yield CaseItem.from_parent(self, name=f"test_case[{c.id}]", case=c)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A case's protocol: its call phase only. A case has no fixtures to
+    set up or tear down, and pytest's default protocol (three phases,
+    three reports, each with its hooks) costs the pytest process, which
+    shares the cores with the cases, about half a millisecond a case.
+    The hooks that report (logstart, logreport, logfinish) still run, so
+    progress, -x, the summary and the exit status are pytest's own."""
+    if not isinstance(item, CaseItem):
+        return None
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    call = pytest.CallInfo.from_call(item.runtest, when="call",
+                                     reraise=(pytest.exit.Exception,
+                                              KeyboardInterrupt))
+    report = ihook.pytest_runtest_makereport(item=item, call=call)
+    ihook.pytest_runtest_logreport(report=report)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if module_path == SWEEP_CASES:
+        return CaseFile.from_parent(parent, path=module_path)
 
 
 @pytest.hookimpl(trylast=True)
@@ -296,9 +368,8 @@ def pytest_collection_finish(session):
     state = getattr(config, "_crashcheck", None)
     if state is None or _is_worker(config) or config.option.collectonly:
         return
-    cases = [item.callspec.params["cc_case"] for item in session.items
-             if "cc_case" in getattr(getattr(item, "callspec", None),
-                                     "params", {})]
+    cases = [item.case for item in session.items
+             if isinstance(item, CaseItem)]
     jobs = min(state.settings.jobs, len(cases))
     if jobs > 1:
         state.start_pool(cases, jobs)
@@ -314,12 +385,13 @@ def pytest_sessionfinish(session, exitstatus):
     state.stop_pool()
     if _is_worker(config):
         return
-    results = []
+    results = list(state.collected.values())
     rdir = state.work / "results"
-    if rdir.is_dir():
-        for p in sorted(rdir.iterdir()):
+    if rdir.is_dir():               # xdist's workers leave theirs here
+        for p in rdir.iterdir():
             with open(p) as fh:
                 results.append(json.load(fh))
+    results.sort(key=lambda r: sweep.safe_name(r["id"]) + ".json")
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
         "specs": [tree_path(p) for p in state.spec_paths],
@@ -351,6 +423,7 @@ def pytest_sessionfinish(session, exitstatus):
     # case that caught it and the fix as a diff (harness/lessons.py).
     report.write_all(out, results, meta,
                      lessons=lessons.lessons(state.specs, results) or None)
+    report.write_junit(out / "junit.xml", results, meta)
     state.results, state.not_caught, state.meta = results, not_caught, meta
     if not_caught and session.exitstatus == 0:
         session.exitstatus = 1
@@ -371,10 +444,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tw.line(f"NOT CAUGHT {line}")
     s = report.summarize(state.results, state.meta)
     out = state.settings.out
-    files = [out / "report.md", out / "report.html", out / "results.json"]
-    xml = getattr(config.option, "xmlpath", None)
-    if xml:
-        files.append(Path(xml))
+    files = [out / "report.md", out / "report.html", out / "results.json",
+             out / "junit.xml"]
     tw.line(f"crashcheck: {len(state.results)} cases, {s.get('findings', 0)} "
             f"findings, {len(failed)} failed, {len(state.not_caught)} variants "
             f"not caught")
@@ -383,7 +454,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_unconfigure(config):
     state = getattr(config, "_crashcheck", None)
-    if state is None or _is_worker(config):
+    if state is None:
+        return
+    if state.scratch_root is not None:
+        shutil.rmtree(state.scratch_root, ignore_errors=True)
+    if _is_worker(config):
         return
     if not state.settings.keep and state.work.exists():
         shutil.rmtree(state.work, ignore_errors=True)

@@ -124,8 +124,12 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),
             "--cc-command", command,
-            "--junitxml", str(out / "junit.xml"),
-            "-o", "junit_family=xunit1"]
+            # Per-item work in the pytest process competes with the
+            # cases for the cores: no output capture (the cases run in
+            # other processes, or print into the runner's own capture), no
+            # log capture, and junit.xml comes from the results
+            # (report.write_junit), not from pytest's per-item reports.
+            "--capture=no", "-p", "no:logging"]
     for p in spec_paths:
         argv += ["--cc-spec", str(p)]
     t = _timeout(args.timeout)

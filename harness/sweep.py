@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ WORK = "work"
 INPUT = "in"
 TARGET = "target"
 NEW = "new"
+BIN = str(ROOT / "workloads" / "bin")
 
 
 @dataclass
@@ -65,6 +67,9 @@ class Combo:
     spec: object            # harness.spec.Spec
     strategy: str | None
     size: int
+    # (old, new), made once: every case of the combo needs them, and a
+    # payload of megabytes costs more to make than a short run
+    _contents: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def prefix(self):
@@ -126,15 +131,19 @@ def target_name(spec):
 def contents(combo):
     """(old, new): old is None when the spec's target starts absent. A
     spec with contents of its own (an audit's --old/--new) gives them."""
+    if combo._contents is not None:
+        return combo._contents
     own = getattr(combo.spec, "contents", None)
     if own is not None:
-        return own()
+        combo._contents = own()
+        return combo._contents
     seed = int.from_bytes(hashlib.sha256(combo.prefix.encode()).digest()[:4],
                           "big")
     new = payload.make(combo.size, 2, seed)
     old = None if combo.spec.old == "absent" else \
         payload.make(old_size(combo.size), 1, seed)
-    return old, new
+    combo._contents = (old, new)
+    return combo._contents
 
 
 # Calls that open a file; creat always creates.
@@ -178,35 +187,76 @@ class Outcome:
         return self.scratch / "snaps"
 
 
-def prepare(scratch, old, new, target=TARGET):
+def prepare(scratch, old, new, target=TARGET, reuse_input=False):
     """Lay out a run's scratch directory: WORK holds the target (the old
-    content, or nothing), INPUT the new content the program reads."""
-    (scratch / WORK).mkdir(exist_ok=True)   # fullfs may have mounted it
-    (scratch / INPUT).mkdir()
-    (scratch / "snaps").mkdir()
-    (scratch / INPUT / NEW).write_bytes(new)
+    content, or nothing), INPUT the new content the program reads. With
+    reuse_input the scratch is one a run of the same combo used before:
+    its input stays, everything else is emptied."""
+    scratch = os.fspath(scratch)
+    work = os.path.join(scratch, WORK)
+    snaps = os.path.join(scratch, "snaps")
+    if reuse_input:
+        for name in ("trace.jsonl", "shared"):
+            try:
+                os.unlink(os.path.join(scratch, name))
+            except FileNotFoundError:
+                pass
+        clear_dir(snaps)
+        clear_dir(work)
+    else:
+        os.makedirs(work, exist_ok=True)    # fullfs may have mounted it
+        os.mkdir(os.path.join(scratch, INPUT))
+        os.mkdir(snaps)
+        with open(os.path.join(scratch, INPUT, NEW), "wb") as fh:
+            fh.write(new)
     if old is not None:
-        (scratch / WORK / target).write_bytes(old)
+        with open(os.path.join(work, target), "wb") as fh:
+            fh.write(old)
 
 
-def execute_run(combo, plan, scratch, timeout, record=True):
-    """Run the combo's program once under `plan` in a fresh scratch."""
+def clear_dir(path):
+    """Empty a directory: a run leaves a few files there, which costs
+    less to remove one by one than the tree and make it again. OSError
+    when something cannot go (the caller then takes a fresh scratch)."""
+    with os.scandir(path) as it:
+        entries = list(it)
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path)
+        else:
+            os.unlink(e.path)
+
+
+def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False):
+    """Run the combo's program once under `plan` in a scratch directory:
+    a fresh one, or with reuse_input one a run of the same combo used."""
     old, new = contents(combo)
-    argv = combo.spec.argv(bin=str(ROOT / "workloads" / "bin"),
+    argv = combo.spec.argv(bin=BIN,
                            target=target_name(combo.spec),
                            new=f"../{INPUT}/{NEW}",
                            strategy=combo.strategy)
-    tr = scratch / "trace.jsonl"
+    scratch = Path(scratch)
+    sdir = os.fspath(scratch)
+    work = os.path.join(sdir, WORK)
+    tr = os.path.join(sdir, "trace.jsonl")
     # issue 6: a spec with disk = "full" runs with WORK on a real, nearly
     # full tmpfs (harness/fullfs.py); where none can be mounted (not
     # root), the run is recorded as exit 77 with the reason: a skip.
     try:
         with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
-            prepare(scratch, old, new, target_name(combo.spec))
-            run = runner.run(argv, cwd=scratch / WORK, plan=plan, trace=tr,
-                             watch=scratch / WORK,
-                             snapdir=scratch / "snaps" if record else None,
-                             shared=scratch / "shared", timeout=timeout)
+            try:
+                prepare(sdir, old, new, target_name(combo.spec), reuse_input)
+            except OSError:
+                if not reuse_input:
+                    raise
+                # the last run left something that would not go: start over
+                shutil.rmtree(sdir, ignore_errors=True)
+                os.makedirs(sdir, exist_ok=True)
+                prepare(sdir, old, new, target_name(combo.spec))
+            run = runner.run(argv, cwd=work, plan=plan, trace=tr,
+                             watch=work,
+                             snapdir=os.path.join(sdir, "snaps") if record else None,
+                             shared=os.path.join(sdir, "shared"), timeout=timeout)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
     return Outcome(run=run, scratch=scratch, records=trace.load(tr))
@@ -449,6 +499,10 @@ class Judge:
         self.combos = {c.prefix: c for c in combos(specs)}
         self._explored = {}
         self.hold = False           # keep the last case's scratch (replay)
+        # Where fault cases run, one scratch reused case after case (the
+        # caller removes the root at the end); None: a fresh one per case.
+        self.scratch_root = None
+        self._scratch = self._scratch_combo = None
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
@@ -497,7 +551,7 @@ class Judge:
 
     def check(self, combo, directory, expect):
         old, new = contents(combo)
-        argv = combo.spec.check_argv(bin=str(ROOT / "workloads" / "bin"),
+        argv = combo.spec.check_argv(bin=BIN,
                                      target=target_name(combo.spec),
                                      new=f"../{INPUT}/{NEW}",
                                      strategy=combo.strategy)
@@ -545,16 +599,42 @@ class Judge:
             out = load_run(self.settings.work / combo.prefix)
             self.last_out = out
             return self.judge_run(case, combo, out, base, keep=False)
-        scratch = runner.make_scratch()
+        scratch, reuse = self.scratch_for(combo)
+        ok = False
         try:
-            out = execute_run(combo, case.plan, scratch, timeout_of(combo, self.settings))
+            out = execute_run(combo, case.plan, scratch,
+                              timeout_of(combo, self.settings),
+                              reuse_input=reuse)
             self.last_out = out
-            return self.judge_run(case, combo, out, base, keep=True)
+            res = self.judge_run(case, combo, out, base, keep=True)
+            ok = True
+            return res
         finally:
             if self.hold:
                 self.last_scratch = scratch
-            else:
+            elif not ok or scratch != self._scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
+                if scratch == self._scratch:
+                    self._scratch = self._scratch_combo = None
+
+    def scratch_for(self, combo):
+        """(scratch directory, reuse_input) for a fault case. One scratch
+        is used case after case under scratch_root: a run of the combo
+        before left the input, and the rest is emptied (runs are
+        short; making and removing the tree cost as much as a run). A
+        held case (replay), a full-disk spec or no scratch_root: a fresh
+        directory, removed after."""
+        if self.hold or self.scratch_root is None or \
+                getattr(combo.spec, "disk", "normal") == "full":
+            return runner.make_scratch(), False
+        if self._scratch is not None and self._scratch.is_dir():
+            if self._scratch_combo == combo.prefix:
+                return self._scratch, True
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        self._scratch = Path(tempfile.mkdtemp(prefix="case-",
+                                              dir=self.scratch_root))
+        self._scratch_combo = combo.prefix
+        return self._scratch, False
 
     def visible(self, combo, out):
         path = out.workdir / target_name(combo.spec)
@@ -674,13 +754,19 @@ def reproduce(spec, case):
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
-    try:
-        path = spec.path.resolve().relative_to(ROOT)
-        prog = "scripts/crashcheck"
-    except ValueError:
-        path = spec.path.resolve()
-        prog = str(ROOT / "scripts" / "crashcheck")
-    return f"{prog} run {path} --case '{case.id}'"
+    hit = _RERUN.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        try:
+            path = spec.path.resolve().relative_to(ROOT)
+            prog = "scripts/crashcheck"
+        except ValueError:
+            path = spec.path.resolve()
+            prog = str(ROOT / "scripts" / "crashcheck")
+        hit = _RERUN[id(spec)] = (spec, f"{prog} run {path}")
+    return f"{hit[1]} --case '{case.id}'"
+
+
+_RERUN = {}     # id(spec) -> (spec, "scripts/crashcheck run SPEC"): resolved once
 
 
 def safe_name(case_id):

@@ -315,26 +315,41 @@ def test_children_left_by_a_finished_leader_are_killed(tmp_path):
     assert not _alive(child)
 
 
+@pytest.mark.parametrize("start", ["posix_spawn", "Popen"])
 @pytest.mark.parametrize("signame,exc", [("SIGINT", "KeyboardInterrupt"),
                                          ("SIGTERM", "SystemExit")])
 def test_interrupt_while_the_program_starts_still_kills_it(tmp_path, signame,
-                                                           exc):
+                                                           exc, start):
     """^C (or SIGTERM, which the CLI turns into SystemExit) that lands
-    while Popen is starting the program, after the fork: the program must
-    not be left running with nobody to kill its group. The signal is sent
-    from inside Popen, after the child exists, where it used to escape."""
+    while the program is being started, after the child exists: the
+    program must not be left running with nobody to kill its group. The
+    signal is sent from inside the starting call, where it used to escape:
+    posix_spawn, which run() uses where it may change directory (the
+    pool's processes), and Popen, which it uses in a thread."""
     probe = textwrap.dedent(f"""
-        import os, signal, subprocess, sys
+        import os, signal, subprocess, sys, threading
         sys.path.insert(0, {str(ROOT)!r})
         from harness import cli, runner
         signal.signal(signal.SIGTERM, cli._terminate)
-        real = subprocess.Popen
-        def popen(*a, **k):
-            p = real(*a, **k)
-            print(p.pid, flush=True)
-            os.kill(os.getpid(), signal.{signame})
-            return p
-        runner.subprocess.Popen = popen
+        if {start!r} == "Popen":
+            real = subprocess.Popen
+            def popen(*a, **k):
+                p = real(*a, **k)
+                print(p.pid, flush=True)
+                os.kill(os.getpid(), signal.{signame})
+                return p
+            runner.subprocess.Popen = popen
+            # a second thread: run() may not change directory, so Popen
+            ev = threading.Event()
+            threading.Thread(target=ev.wait, daemon=True).start()
+        else:
+            real = os.posix_spawn
+            def spawn(*a, **k):
+                pid = real(*a, **k)
+                print(pid, flush=True)
+                os.kill(os.getpid(), signal.{signame})
+                return pid
+            os.posix_spawn = spawn
         try:
             runner.run(["/bin/sleep", "300"], cwd={str(tmp_path)!r},
                        timeout=60, preload=False)
