@@ -169,7 +169,10 @@ class Sweep:
         self.judge()                # made here, the pool's processes share its scratch root
         ctx = multiprocessing.get_context("fork")
         self._pool = ctx.Pool(jobs, initializer=_pool_init)
-        self._ahead = self._pool.imap(_pool_run, cases)
+        # Cases go out and results come back a few at a time: one message
+        # per case costs the three processes more than a short case does.
+        chunk = max(1, min(8, len(cases) // (jobs * 8)))
+        self._ahead = self._pool.imap(_pool_run, cases, chunksize=chunk)
         self._done = {}
         self._left = len(cases)
 

@@ -693,11 +693,14 @@ class Judge:
             passed = any(e.verdict == verdict.verdict for e in expected)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
-        excerpt = []
+        calls_seen = []
         fired = []
         if out is not None:
-            excerpt = [trace.format_call(r, base, root=str(out.scratch))
-                       for r in out.records if r["ev"] in ("call", "crash")]
+            root = str(out.scratch)
+
+            def fmt(rec):
+                return trace.format_call(rec, base, root=root)
+            calls_seen = [r for r in out.records if r["ev"] in ("call", "crash")]
             fired = [{"rule": f.rule, "count": f.count}
                      for f in trace.fired(out.records, plan_rules(case.plan))]
         res = {
@@ -723,26 +726,30 @@ class Judge:
                      "timed_out": run.timed_out if run else False},
             "stderr": run.stderr_text() if run else "",
             "fired": fired,
-            "trace_excerpt": excerpt_around(excerpt, case.call),
+            "trace_excerpt": [fmt(r) for r in excerpt_around(calls_seen, case.call)],
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
         if out is not None and keep and (finding or self.settings.keep):
-            res["dir"] = save_case_dir(self.settings.out, res, out, excerpt, combo)
+            res["dir"] = save_case_dir(self.settings.out, res, out,
+                                       [fmt(r) for r in calls_seen], combo)
         return res
 
 
 EXCERPT_LINES = 40
 
 
-def excerpt_around(lines, call):
-    """At most EXCERPT_LINES lines of the trace, centred on the targeted
-    call: enough to see what led to it and what followed."""
-    if len(lines) <= EXCERPT_LINES:
-        return lines
-    at = next((i for i, l in enumerate(lines) if call and l.startswith(call + " ")), 0)
-    start = max(0, min(at - EXCERPT_LINES // 2, len(lines) - EXCERPT_LINES))
-    return lines[start:start + EXCERPT_LINES]
+def excerpt_around(records, call):
+    """At most EXCERPT_LINES of the trace's call and crash records,
+    centred on the targeted call ("write#3"): enough to see what led to
+    it and what followed. Chosen before formatting: a program's trace
+    may hold thousands of calls."""
+    if len(records) <= EXCERPT_LINES:
+        return records
+    at = next((i for i, r in enumerate(records)
+               if call and f"{r['call']}#{r['n']}" == call), 0)
+    start = max(0, min(at - EXCERPT_LINES // 2, len(records) - EXCERPT_LINES))
+    return records[start:start + EXCERPT_LINES]
 
 
 def expect_dict(e):

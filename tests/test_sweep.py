@@ -203,3 +203,19 @@ def test_replay_lays_out_the_crash_state(tmp_path):
          "o, n = sweep.contents(c); sys.stdout.buffer.write(o)", str(s)],
         capture_output=True, cwd=ROOT, check=True).stdout
     assert (dest / "state" / "target").read_bytes() == old_new
+
+
+def test_excerpt_is_centred_on_the_targeted_call():
+    """A long trace is cut to EXCERPT_LINES records around the call the
+    case targets (records are chosen before they are formatted)."""
+    from harness import sweep as sw
+    recs = [{"ev": "call", "call": "write", "n": i} for i in range(1, 1001)]
+    recs.insert(700, {"ev": "crash", "call": "fsync", "n": 1, "when": "before"})
+    got = sw.excerpt_around(recs, "fsync#1")
+    assert len(got) == sw.EXCERPT_LINES
+    assert got[sw.EXCERPT_LINES // 2]["call"] == "fsync"
+    assert sw.excerpt_around(recs, "write#1")[0]["n"] == 1
+    assert sw.excerpt_around(recs, "write#1000")[-1]["n"] == 1000
+    assert sw.excerpt_around(recs[:10], "write#5") == recs[:10]
+    # a call the trace does not hold (a power-loss point "exit"): the start
+    assert sw.excerpt_around(recs, "exit")[0]["n"] == 1
