@@ -9,11 +9,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "plan.h"
 
 #define CC_PATH_MAX 4096
+#define CC_TAINT_MAX 64
 
 /*
  * The counters, in the CRASHCHECK_SHARED mapping when it is set so that a
@@ -26,9 +29,15 @@ struct cc_shared {
 	uint64_t inits;		/* processes that started under this plan */
 	uint64_t calls[CALL__COUNT];		/* per call: calls made */
 	uint64_t rules[PLAN_MAX_RULES];		/* per glob rule: matching calls */
+	uint64_t names_gen;	/* name-changing calls made: a path cached before the last one may be stale */
+	uint64_t taint_nr;	/* slots of taint[] claimed; past CC_TAINT_MAX every inode is tainted */
+	struct {
+		uint64_t dev, ino;
+		uint64_t ready;	/* set last: dev and ino are written */
+	} taint[CC_TAINT_MAX];	/* inodes some process may change unseen: mapped MAP_SHARED or used through stdio */
 };
 
-#define CC_SHARED_MAGIC 0x31766b6368637263ULL	/* "crchckv1" */
+#define CC_SHARED_MAGIC 0x32766b6368637263ULL	/* "crchckv2" */
 
 struct cc_state {
 	struct plan plan;
@@ -39,6 +48,7 @@ struct cc_state {
 	const char *snapdir;	/* CRASHCHECK_SNAPDIR, NULL = recorder off */
 	struct cc_shared *sh;	/* counters */
 	bool recorder;		/* trace and snapdir and watch all set */
+	bool snap_full;		/* CRASHCHECK_SNAP=full: no range snapshots */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
 };
@@ -49,6 +59,7 @@ extern struct cc_state cc;
 #define SNAP_FILE 1	/* the file the call touched (fd or path) */
 #define SNAP_DIR 2	/* the WATCH listing */
 #define SNAP_ALL 4	/* every regular file in WATCH */
+#define SNAP_RANGE 8	/* only the bytes a write call wrote, when provably enough */
 
 /* One intercepted call, filled before and after it runs. */
 struct cc_rec {
@@ -61,24 +72,35 @@ struct cc_rec {
 	char path2[CC_PATH_MAX];	/* rename-like: the new name */
 	bool has_ino;
 	uint64_t ino;
+	uint64_t dev;		/* with ino, when has_ino */
+	struct stat st;		/* fstat of fd (before a write-family call), when has_st */
+	bool has_st;
 	bool is_dir;		/* fd or path is a directory */
 	bool is_reg;		/* fd or path is a regular file */
 	bool has_off, has_len;
 	long long off, len;	/* file offset and bytes, where they apply */
 	int oflags;		/* open(2) flags, -1 = none */
+	long fdflags;		/* F_GETFL of fd before the call, -1 = not asked */
 	int msflags;		/* msync flags, -1 = none */
 	int mapflags;		/* mmap flags, -1 = none */
 	unsigned renflags;	/* renameat2 flags */
 	long long ret;
 	int err;		/* errno after a failed call, else 0 */
 	int snap;		/* SNAP_* */
-	int snap_fd;		/* read-only fd of the touched file, -1 = by path */
+	int snap_fd;		/* readable fd of the touched file, -1 = by path */
+	bool snap_fd_borrowed;	/* snap_fd is the program's or a kept one: not closed after */
+	/* SNAP_RANGE: what the write call was handed, to check the bytes read back */
+	const void *buf;	/* the buffer, or NULL with iov */
+	const struct iovec *iov;	/* the vector as passed down */
+	int iovcnt;
+	bool off_exact;		/* off is where the bytes went (pwrite on O_APPEND: not) */
 };
 
 /* raw system calls: the library's own I/O is never intercepted or counted */
 long cc_sys_open(const char *path, int flags, int mode);
 long cc_sys_close(int fd);
 long cc_sys_write_all(int fd, const void *buf, size_t len);
+long cc_sys_fstat(int fd, struct stat *st);
 long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size);
 long cc_sys_stat_ino(const char *path, uint64_t *ino, int *mode, long long *size);
 void cc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -86,6 +108,20 @@ void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* path of fd via /proc/self/fd; "" when it has none */
 void cc_fd_path(int fd, char *buf, size_t size);
+/* the same, from the per-process cache when ST (fd's fstat) proves it current */
+void cc_fd_path_st(int fd, const struct stat *st, char *buf, size_t size);
+/* fd was closed, or now names another open file: drop what is cached about it */
+void cc_fd_forget(int fd);
+/* a kept read-only descriptor of the file open at FD (fstat ST), -1 = none */
+int cc_fd_reader(int fd, const struct stat *st);
+/* a name changed somewhere in the process tree (rename, unlink): every
+ * cached path may be stale */
+void cc_names_changed(void);
+/* INO on DEV may change without an intercepted write (a MAP_SHARED mapping,
+ * a stdio buffer flushed inside libc): no range snapshots of it, ever */
+void cc_taint(uint64_t dev, uint64_t ino);
+/* the child of fork(): locks another thread held are free again */
+void cc_after_fork_child(void);
 /* PATH made absolute against DIRFD (AT_FDCWD = the cwd) */
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
 /* the O_DIRECT alignment of fd */

@@ -5,6 +5,13 @@
  * Everything here talks to the kernel through syscall(2) so that none of it
  * passes through the interposed functions (ours or libfiu's): the trace must
  * not count itself, and a planned fault must never hit the recorder.
+ *
+ * Cost. A program may make thousands of small writes to a large file, so
+ * nothing here may cost in proportion to the file per call: a successful
+ * write is recorded as the range it wrote (snap_range), the trace stays
+ * open (trace_fd), and a descriptor's path comes from a cache that the
+ * fstat the wrapper makes anyway proves current (fd_cache). Each shortcut
+ * falls back to the old, whole way whenever it cannot prove itself.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,6 +63,11 @@ static void fill_stat(const struct stat *st, uint64_t *ino, int *mode, long long
 		*mode = st->st_mode;
 	if (size)
 		*size = st->st_size;
+}
+
+long cc_sys_fstat(int fd, struct stat *st)
+{
+	return syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH);
 }
 
 long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size)
@@ -123,6 +136,271 @@ void cc_fd_path(int fd, char *buf, size_t size)
 	if (n < 0)
 		n = 0;
 	buf[n] = '\0';
+}
+
+/*
+ * The paths of descriptors, per process. readlink() of /proc/self/fd/N costs
+ * a /proc lookup and a d_path() per call, several times the write it
+ * describes; the answer only changes when the descriptor is closed or
+ * replaced (close, dup2, an open that reuses the number: forgotten there)
+ * or a name changes (rename, unlink: names_gen in the shared mapping, so a
+ * rename by another process of the tree counts too). An entry is used only
+ * when the fstat the wrapper made anyway shows the same inode, still linked
+ * (an unlinked file reads "path (deleted)"), and names_gen has not moved
+ * since the readlink; anything else reads the link again.
+ */
+#define FD_CACHE_NR 1024
+#define FD_CACHE_PATH 512
+
+static struct fd_cache_ent {
+	int busy;		/* try-lock: taken = another thread, read the link */
+	bool ok;		/* path holds the link of fd */
+	uint64_t dev, ino;	/* the file it was read for */
+	uint64_t gen;		/* names_gen before the readlink */
+	char path[FD_CACHE_PATH];
+	int rdfd;		/* ours, read-only, on rd_dev/rd_ino; 0 = none */
+	uint64_t rd_dev, rd_ino;
+} fd_cache[FD_CACHE_NR];
+
+static bool try_lock(int *l)
+{
+	return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+
+static void unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+void cc_fd_path_st(int fd, const struct stat *st, char *buf, size_t size)
+{
+	struct fd_cache_ent *e;
+	uint64_t gen;
+	size_t n;
+
+	if (fd < 0 || fd >= FD_CACHE_NR || !st || !st->st_nlink || !cc.sh) {
+		cc_fd_path(fd, buf, size);
+		return;
+	}
+	e = &fd_cache[fd];
+	if (!try_lock(&e->busy)) {
+		cc_fd_path(fd, buf, size);
+		return;
+	}
+	gen = __atomic_load_n(&cc.sh->names_gen, __ATOMIC_ACQUIRE);
+	if (e->ok && e->dev == st->st_dev && e->ino == st->st_ino && e->gen == gen &&
+	    (n = strlen(e->path)) < size) {
+		memcpy(buf, e->path, n + 1);
+		goto out;
+	}
+	e->ok = false;
+	cc_fd_path(fd, buf, size);
+	n = strlen(buf);
+	if (n && n < sizeof(e->path)) {
+		memcpy(e->path, buf, n + 1);
+		e->dev = st->st_dev;
+		e->ino = st->st_ino;
+		e->gen = gen;
+		e->ok = true;
+	}
+out:
+	unlock(&e->busy);
+}
+
+/* our descriptor RDFD still is the one we opened on DEV:INO */
+static bool still_ours(int rdfd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	return cc_sys_fstat(rdfd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+static void drop_rdfd(struct fd_cache_ent *e)
+{
+	/* a number the program took over is the program's: not closed */
+	if (e->rdfd > 0 && still_ours(e->rdfd, e->rd_dev, e->rd_ino))
+		cc_sys_close(e->rdfd);
+	e->rdfd = 0;
+}
+
+void cc_fd_forget(int fd)
+{
+	struct fd_cache_ent *e;
+
+	if (fd < 0 || fd >= FD_CACHE_NR)
+		return;
+	e = &fd_cache[fd];
+	/* taken: the holder compares the inode on its next use anyway, and a
+	 * read-back descriptor left open is closed when the number is next
+	 * forgotten */
+	if (try_lock(&e->busy)) {
+		e->ok = false;
+		drop_rdfd(e);
+		unlock(&e->busy);
+	}
+}
+
+/*
+ * A read-only descriptor of the file open at FD (fstat ST), to read back
+ * what a write put there: the program's may be write-only, and opening
+ * /proc/self/fd/N again for every write costs more than the write. Kept per
+ * descriptor until the program closes or replaces FD, at a high number (the
+ * trace's floor) so that the program's own numbering does not change;
+ * still_ours() before each use. -1 when none can be had: the caller opens
+ * one of its own.
+ */
+static int trace_fd_floor(void);
+
+int cc_fd_reader(int fd, const struct stat *st)
+{
+	struct fd_cache_ent *e;
+	char proc[64];
+	int rd = -1, lo, floor;
+
+	if (fd < 0 || fd >= FD_CACHE_NR)
+		return -1;
+	e = &fd_cache[fd];
+	if (!try_lock(&e->busy))
+		return -1;
+	if (e->rdfd > 0) {
+		if (e->rd_dev == st->st_dev && e->rd_ino == st->st_ino &&
+		    still_ours(e->rdfd, e->rd_dev, e->rd_ino)) {
+			rd = e->rdfd;
+			goto out;
+		}
+		drop_rdfd(e);
+	}
+	floor = trace_fd_floor();
+	if (!floor)
+		goto out;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	lo = cc_sys_open(proc, O_RDONLY | O_CLOEXEC, 0);
+	if (lo < 0)
+		goto out;
+	rd = syscall(SYS_fcntl, lo, F_DUPFD_CLOEXEC, floor);
+	cc_sys_close(lo);
+	if (rd < 0 || !still_ours(rd, st->st_dev, st->st_ino)) {
+		if (rd >= 0)
+			cc_sys_close(rd);
+		rd = -1;
+		goto out;
+	}
+	e->rdfd = rd;
+	e->rd_dev = st->st_dev;
+	e->rd_ino = st->st_ino;
+out:
+	unlock(&e->busy);
+	return rd;
+}
+
+void cc_names_changed(void)
+{
+	if (cc.sh)
+		__atomic_add_fetch(&cc.sh->names_gen, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- inodes some process may change without an intercepted write ------ */
+
+void cc_taint(uint64_t dev, uint64_t ino)
+{
+	struct cc_shared *sh = cc.sh;
+	uint64_t i, nr = __atomic_load_n(&sh->taint_nr, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < nr && i < CC_TAINT_MAX; i++)
+		if (__atomic_load_n(&sh->taint[i].ready, __ATOMIC_ACQUIRE) &&
+		    sh->taint[i].dev == dev && sh->taint[i].ino == ino)
+			return;
+	/* two processes may add the same inode twice: harmless */
+	i = __atomic_fetch_add(&sh->taint_nr, 1, __ATOMIC_ACQ_REL);
+	if (i >= CC_TAINT_MAX)
+		return;		/* full: taint_nr past the end taints every inode */
+	sh->taint[i].dev = dev;
+	sh->taint[i].ino = ino;
+	__atomic_store_n(&sh->taint[i].ready, 1, __ATOMIC_RELEASE);
+}
+
+static bool tainted(uint64_t dev, uint64_t ino)
+{
+	struct cc_shared *sh = cc.sh;
+	uint64_t nr = __atomic_load_n(&sh->taint_nr, __ATOMIC_ACQUIRE);
+
+	if (nr > CC_TAINT_MAX)
+		return true;
+	for (uint64_t i = 0; i < nr; i++) {
+		/* claimed but not yet written: it may be this one */
+		if (!__atomic_load_n(&sh->taint[i].ready, __ATOMIC_ACQUIRE))
+			return true;
+		if (sh->taint[i].dev == dev && sh->taint[i].ino == ino)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The inodes this process has snapshotted, each with the fstat its last
+ * snapshot was taken under. A range snapshot is applied by the explorer to
+ * the content it last knew, so it is only taken when this process's own
+ * last snapshot of the inode is what the explorer last knew -- the fstat
+ * before the write matches the one we recorded (size, mtime, ctime). A
+ * process that never snapshotted the inode (an exec'd child, a file opened
+ * without O_CREAT or O_TRUNC) takes a whole one first. Any other change,
+ * by another process or by something we do not intercept, shows as a
+ * different fstat and costs a whole snapshot, never a wrong one; only a
+ * same-size unseen write within one timestamp tick could slip past, which
+ * is what the taint list above is for.
+ */
+#define KNOWN_NR 32
+
+static int known_busy;
+static unsigned known_next;
+static struct known_ent {
+	bool used;
+	uint64_t dev, ino;
+	long long size;
+	struct timespec mtim, ctim;
+} known[KNOWN_NR];
+
+static bool same_ts(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static void known_set(const struct stat *st)
+{
+	struct known_ent *e = NULL;
+
+	if (!try_lock(&known_busy))
+		return;
+	for (int i = 0; i < KNOWN_NR; i++)
+		if (known[i].used && known[i].dev == st->st_dev && known[i].ino == st->st_ino)
+			e = &known[i];
+	if (!e)
+		e = &known[known_next++ % KNOWN_NR];
+	e->used = true;
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->size = st->st_size;
+	e->mtim = st->st_mtim;
+	e->ctim = st->st_ctim;
+	unlock(&known_busy);
+}
+
+static bool known_current(const struct stat *st)
+{
+	bool ok = false;
+
+	if (!try_lock(&known_busy))
+		return false;
+	for (int i = 0; i < KNOWN_NR; i++) {
+		const struct known_ent *e = &known[i];
+		if (e->used && e->dev == st->st_dev && e->ino == st->st_ino) {
+			ok = e->size == st->st_size && same_ts(&e->mtim, &st->st_mtim) &&
+			     same_ts(&e->ctim, &st->st_ctim);
+			break;
+		}
+	}
+	unlock(&known_busy);
+	return ok;
 }
 
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
@@ -327,79 +605,174 @@ bool cc_under_watch(const char *path)
 }
 
 /*
- * Store the content of FD (a regular file of SIZE bytes) once under
- * SNAPDIR/<hash> and put its hash in HEX. The file is read whole: the
- * workloads' files are megabytes at most, and one read keeps hash and copy
- * of the same bytes.
+ * Hashes this process has seen stored, so that a blob written again (a
+ * whole snapshot of unchanged content, a block of zeros) costs no lookup in
+ * SNAPDIR. A slot holds a whole hash or 0; a lost race only costs a lookup.
  */
-static int snap_content(int fd, long long size, char hex[17])
+#define STORED_NR 4096
+static uint64_t stored[STORED_NR];
+
+static bool stored_has(uint64_t h)
+{
+	return h && __atomic_load_n(&stored[h % STORED_NR], __ATOMIC_RELAXED) == h;
+}
+
+static void stored_add(uint64_t h)
+{
+	__atomic_store_n(&stored[h % STORED_NR], h, __ATOMIC_RELAXED);
+}
+
+/* Store LEN bytes of DATA once under SNAPDIR/<hash>; put the hash in HEX. */
+static int store_blob(const void *data, size_t len, char hex[17])
 {
 	char path[CC_PATH_MAX], tmp[CC_PATH_MAX];
-	char *data = NULL;
-	long long got = 0;
+	uint64_t h = cc_hash(data, len);
 	int out = -1, ret = -1;
 
-	data = malloc(size ? size : 1);
-	if (!data)
-		goto done;
-	while (got < size) {
-		long n = syscall(SYS_pread64, fd, data + got, size - got, got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto done;
-		if (n == 0)
-			break;	/* shrank under us: hash what is there */
-		got += n;
-	}
-	hash_hex(cc_hash(data, got), hex);
-
+	hash_hex(h, hex);
+	if (stored_has(h))
+		return 0;
 	snprintf(path, sizeof(path), "%s/%s", cc.snapdir, hex);
 	if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK) == 0) {
 		ret = 0;
-		goto done;
+		goto out;
 	}
 	/* write aside and rename, so a reader never sees half a snapshot */
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%ld.%ld", cc.snapdir, hex,
-		 (long)syscall(SYS_getpid), (long)syscall(SYS_gettid));
+	/* a thread id is unique among the live threads of every process */
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", cc.snapdir, hex,
+		 (long)syscall(SYS_gettid));
 	out = cc_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (out < 0) {
 		cc_warn("open snapshot '%s': %s", tmp, strerror(errno));
-		goto done;
+		goto out;
 	}
-	if (cc_sys_write_all(out, data, got) < 0) {
+	if (cc_sys_write_all(out, data, len) < 0) {
 		cc_warn("write snapshot '%s': %s", tmp, strerror(errno));
 		syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
-		goto done;
+		goto out;
 	}
 	if (syscall(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path) < 0) {
 		cc_warn("rename snapshot '%s': %s", tmp, strerror(errno));
 		syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
-		goto done;
+		goto out;
 	}
 	ret = 0;
-done:
+out:
+	if (!ret)
+		stored_add(h);
 	if (out >= 0)
 		cc_sys_close(out);
-	free(data);
 	return ret;
 }
 
-/* "1234":{"size":5,"hash":"9f..."} for the regular file open at FD */
-static void snap_file_fd(struct sb *sb, int fd, bool *first)
+/* Read LEN bytes of FD at OFF into a new buffer; fewer when the file ends. */
+static char *read_at(int fd, long long off, long long len, long long *got)
 {
-	uint64_t ino;
-	int mode;
-	long long size;
-	char hex[17];
+	char *data = malloc(len ? len : 1);
 
-	if (cc_sys_fstat_ino(fd, &ino, &mode, &size) < 0 || !S_ISREG(mode))
+	*got = 0;
+	if (!data)
+		return NULL;
+	while (*got < len) {
+		long n = syscall(SYS_pread64, fd, data + *got, len - *got, off + *got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(data);
+			return NULL;
+		}
+		if (n == 0)
+			break;	/* shrank under us */
+		*got += n;
+	}
+	return data;
+}
+
+/*
+ * "1234":{"size":5,"hash":"9f..."} for the regular file open at FD, read
+ * whole: the workloads' files are megabytes at most, and one read keeps
+ * hash and copy of the same bytes.
+ */
+static void snap_file_fd(struct sb *sb, int fd, const struct stat *want, bool *first)
+{
+	struct stat st;
+	long long got;
+	char hex[17], *data;
+
+	if (cc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	if (snap_content(fd, size, hex) < 0)
+	/* a kept descriptor another thread closed and the number reused */
+	if (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino))
 		return;
-	sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"hash\":\"%s\"}",
-		*first ? "" : ",", (unsigned long long)ino, size, hex);
+	data = read_at(fd, 0, st.st_size, &got);
+	if (!data)
+		return;
+	if (store_blob(data, got, hex) == 0) {
+		sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"hash\":\"%s\"}",
+			*first ? "" : ",", (unsigned long long)st.st_ino, got, hex);
+		*first = false;
+		/* the fstat came first: a change after it shows next time */
+		if (got == st.st_size)
+			known_set(&st);
+	}
+	free(data);
+}
+
+/* the first LEN bytes the call handed down equal DATA */
+static bool handed_down(const struct cc_rec *r, const char *data, long long len)
+{
+	if (r->buf)
+		return !memcmp(r->buf, data, len);
+	for (int i = 0; i < r->iovcnt && len > 0; i++) {
+		size_t n = r->iov[i].iov_len < (size_t)len ? r->iov[i].iov_len : (size_t)len;
+
+		if (memcmp(r->iov[i].iov_base, data, n))
+			return false;
+		data += n;
+		len -= n;
+	}
+	return len == 0;
+}
+
+/*
+ * "1240":{"size":12289,"off":4096,"len":4096,"hash":"..."} for a write
+ * that put LEN=ret bytes at OFF: after the call the file is SIZE bytes and
+ * [off, off+len) holds the blob; every other byte is what the last snapshot
+ * of the inode showed, cut or zero-extended to SIZE. Taken after the record's
+ * seq, like any snapshot, so it includes every call with a lower seq.
+ *
+ * False means "take a whole snapshot": the inode may change unseen
+ * (tainted), the explorer's last content of it may not be ours
+ * (known_current), or the bytes read back are not the ones the call was
+ * handed (another writer got in between, or off is wrong).
+ */
+static bool snap_range(struct sb *sb, const struct cc_rec *r, bool *first)
+{
+	long long off = r->off, len = r->ret, got;
+	struct stat st;
+	char hex[17], *data = NULL;
+	bool ok = false;
+
+	if (!r->has_st || !r->off_exact || !r->has_off || off < 0 || len <= 0 ||
+	    r->snap_fd < 0 || tainted(r->st.st_dev, r->st.st_ino) ||
+	    !known_current(&r->st))
+		return false;
+	if (cc_sys_fstat(r->snap_fd, &st) < 0 || st.st_dev != r->st.st_dev ||
+	    st.st_ino != r->st.st_ino || off + len > st.st_size)
+		return false;
+	data = read_at(r->snap_fd, off, len, &got);
+	if (!data || got != len || !handed_down(r, data, len) ||
+	    store_blob(data, len, hex) < 0)
+		goto out;
+	sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"off\":%lld,\"len\":%lld,\"hash\":\"%s\"}",
+		*first ? "" : ",", (unsigned long long)st.st_ino,
+		(long long)st.st_size, off, len, hex);
 	*first = false;
+	known_set(&st);
+	ok = true;
+out:
+	free(data);
+	return ok;
 }
 
 /*
@@ -442,7 +815,7 @@ static void walk_watch(struct sb *sb, bool files)
 				int fd = syscall(SYS_openat, dfd, d->d_name,
 						 O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 				if (fd >= 0) {
-					snap_file_fd(sb, fd, &first);
+					snap_file_fd(sb, fd, NULL, &first);
 					cc_sys_close(fd);
 				}
 				continue;
@@ -472,13 +845,84 @@ static uint64_t next_seq(void)
 }
 
 /*
- * Append the line to the trace. The file is opened for each line: a program
- * may close every descriptor it did not open, or dup2() over ours, and one
- * O_APPEND write per line keeps the lines of a process tree whole.
+ * The trace stays open, one descriptor per process, instead of an open and
+ * a close per line. The program owns the descriptor table, though: it may
+ * close every descriptor it did not open (closefrom, close_range), or dup2()
+ * its own file onto our number. So the descriptor sits high, above where
+ * open() hands out numbers, and before each line an fstat checks that it
+ * is still the trace (same st_dev and st_ino); if not, we open it again and
+ * never touch that number, which is the program's now. A forked child
+ * keeps writing to the inherited one: O_APPEND keeps the lines of a tree
+ * whole. When no high number can be had (a low RLIMIT_NOFILE), or another
+ * thread holds the descriptor, the line goes the old way, open and close.
  */
+static int trace_busy;		/* try-lock of the three below */
+static int trace_fd = -1;	/* our descriptor of the trace, -1 = none */
+static uint64_t trace_dev, trace_ino;
+
+static int trace_open(void)
+{
+	return cc_sys_open(cc.trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+/*
+ * The lowest number our descriptors (the trace, the read-back ones) may
+ * take, 0 = keep none: near the limit, where open() gets only when the
+ * program holds almost every descriptor it may, but never so high that the
+ * kernel grows a huge descriptor table. Read once per process.
+ */
+static int trace_fd_floor(void)
+{
+	static int floor = -1;
+	struct { uint64_t cur, max; } lim;
+	int f = __atomic_load_n(&floor, __ATOMIC_RELAXED);
+
+	if (f >= 0)
+		return f;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &lim) < 0 || lim.cur < 128)
+		f = 0;
+	else
+		f = (lim.cur > 1024 ? 1024 : (int)lim.cur) - 64;
+	__atomic_store_n(&floor, f, __ATOMIC_RELAXED);
+	return f;
+}
+
+static bool trace_fd_current(void)
+{
+	struct stat st;
+
+	return trace_fd >= 0 && cc_sys_fstat(trace_fd, &st) == 0 &&
+	       st.st_dev == trace_dev && st.st_ino == trace_ino;
+}
+
+static void trace_fd_reopen(void)
+{
+	struct stat st;
+	int fd, floor = trace_fd_floor(), hi;
+
+	trace_fd = -1;	/* gone or the program's: never closed by us */
+	if (!floor)
+		return;
+	fd = trace_open();
+	if (fd < 0)
+		return;
+	hi = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
+	cc_sys_close(fd);
+	if (hi < 0)
+		return;
+	if (cc_sys_fstat(hi, &st) < 0) {
+		cc_sys_close(hi);
+		return;
+	}
+	trace_fd = hi;
+	trace_dev = st.st_dev;
+	trace_ino = st.st_ino;
+}
+
 static void emit(struct sb *sb)
 {
 	static int warned;
+	bool done = false;
 	int fd;
 
 	if (sb->oom) {
@@ -487,16 +931,34 @@ static void emit(struct sb *sb)
 		goto out;
 	}
 	sb_add(sb, "\n", 1);
-	fd = cc_sys_open(cc.trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 || cc_sys_write_all(fd, sb->buf, sb->len) < 0) {
-		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
-			cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
+	if (try_lock(&trace_busy)) {
+		if (!trace_fd_current())
+			trace_fd_reopen();
+		if (trace_fd >= 0)
+			done = cc_sys_write_all(trace_fd, sb->buf, sb->len) == 0;
+		unlock(&trace_busy);
 	}
-	if (fd >= 0)
-		cc_sys_close(fd);
+	if (!done) {
+		fd = trace_open();
+		if (fd < 0 || cc_sys_write_all(fd, sb->buf, sb->len) < 0) {
+			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
+				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
+		}
+		if (fd >= 0)
+			cc_sys_close(fd);
+	}
 out:
 	free(sb->buf);
 	sb->buf = NULL;
+}
+
+void cc_after_fork_child(void)
+{
+	/* the child has one thread: a lock held by another one is free */
+	trace_busy = 0;
+	known_busy = 0;
+	for (int i = 0; i < FD_CACHE_NR; i++)
+		fd_cache[i].busy = 0;
 }
 
 void cc_trace_init(void)
@@ -643,7 +1105,11 @@ void cc_trace_call(struct cc_rec *r)
 			bool ffirst = true;
 
 			sb_addf(&sb, "%s\"files\":{", first ? "" : ",");
-			snap_file_fd(&sb, r->snap_fd, &ffirst);
+			if (!(r->snap & SNAP_RANGE) || cc.snap_full ||
+			    !snap_range(&sb, r, &ffirst))
+				snap_file_fd(&sb, r->snap_fd,
+					     r->snap_fd_borrowed && r->has_st ? &r->st : NULL,
+					     &ffirst);
 			sb_add(&sb, "}", 1);
 		}
 		sb_add(&sb, "}", 1);
@@ -651,10 +1117,9 @@ void cc_trace_call(struct cc_rec *r)
 	sb_add(&sb, "}", 1);
 	emit(&sb);
 out:
-	if (r->snap_fd >= 0) {
+	if (r->snap_fd >= 0 && !r->snap_fd_borrowed)
 		cc_sys_close(r->snap_fd);
-		r->snap_fd = -1;
-	}
+	r->snap_fd = -1;
 }
 
 void cc_trace_crash(const struct cc_rec *r, const char *when)

@@ -211,7 +211,9 @@ def snapshot_sizes(records):
             continue
         for f in files.values():
             if isinstance(f, dict):
-                h, size = f.get("hash"), f.get("size")
+                # a range snapshot's blob holds its len bytes, not the file
+                h = f.get("hash")
+                size = f.get("len") if "off" in f else f.get("size")
                 if isinstance(h, str) and isinstance(size, int) \
                         and 0 <= size <= (1 << 20):
                     sizes.setdefault(h, size)
@@ -436,7 +438,8 @@ def gentle(records, rec, rng):
     """A plausible change, the kind the recorder could have written for
     another program: what gets past validation into the explorer."""
     key = rng.choice(["call", "ret", "errno", "flags", "path", "path2", "ino",
-                      "off", "len", "seq", "snap", "dir", "fault", "n"])
+                      "off", "len", "seq", "snap", "dir", "fault", "n",
+                      "range"])
     paths = [r.get("path") for r in records if isinstance(r, dict)
              and isinstance(r.get("path"), str)] or ["/w/target"]
     inos = [r.get("ino") for r in records if isinstance(r, dict)
@@ -474,6 +477,18 @@ def gentle(records, rec, rng):
                         "action": rng.choice(["EIO", "ENOSPC", "short"])}
     elif key == "n" and isinstance(rec.get("n"), int):
         rec["n"] = max(1, rec["n"] + rng.choice([-1, 1]))
+    elif key == "range":
+        # move a range snapshot, or make a whole one a range: of an inode
+        # the replay may not know, past its size, over a hole
+        files = (rec.get("snap") or {}).get("files") if isinstance(
+            rec.get("snap"), dict) else None
+        if isinstance(files, dict) and files:
+            f = files[rng.choice(sorted(files))]
+            if isinstance(f, dict):
+                f["off"] = rng.choice([0, 1, 4095, 4096, 1 << 20])
+                f.setdefault("len", rng.choice([0, 1, 4096]))
+                if rng.random() < 0.3:
+                    f["size"] = f["off"] + f["len"]
 
 
 def dict_copy(v):

@@ -2,7 +2,9 @@
 
 The recorder (faults/libcrashcheck.so) writes, after every intercepted call,
 what a read would see: the WATCH directory's names and the content of every
-file the call touched.  It cannot see the disk.  This module replays the trace
+file the call touched -- whole, or for a write only the range it wrote,
+which the replay lays over the content it last knew (docs/design.md,
+"Trace: JSON lines").  It cannot see the disk.  This module replays the trace
 against a model of what the storage stack is allowed to have kept, and at
 every crash point builds the directories a power cut could leave behind, as
 ../shared/crash-model.md defines them.  The oracle judges each one.
@@ -62,6 +64,8 @@ persisted and what did not (why, persisted, lost) and which rule its target
 shows broken (rule), from the history of the inode behind the target.
 
     points = explore(records, snapdir, "posix", "target", exit_ok=True)
+    for label, files in visible(records, snapdir):  # what reads saw
+        ...
     for p in points:                    # CrashPoint: label seq claimed states
         for st in p.states:             # CrashState: files target why rule
             layout(st, scratch)         # the directory, for a checker
@@ -260,6 +264,38 @@ def crash_points(records: Iterable[dict]) -> list:
         labels.append(f"after {name}#{n}")
     labels.append("after exit")
     return labels
+
+
+def visible(records: Iterable[dict], snapdir=None, *,
+            content: Callable[[str], bytes] | None = None) -> list:
+    """What a read saw after each record: [(label, {name: bytes})], with
+    the labels explore() gives its crash points (the before-first-call one
+    and one per call record), the WATCH directory's names and the content
+    the replay holds for each. Whole and range snapshots of one run must
+    give the same list; tests compare them."""
+    if callable(snapdir) and content is None:
+        content, snapdir = snapdir, None
+    recs = _check_records(records)
+    world = _World("posix", _Blobs(snapdir, content), recs[0])
+
+    def seen():
+        return {name: world.inodes[ino].vis
+                for name, ino in sorted(world.vis_dir.items())}
+
+    out = [("before first call", seen())]
+    counts = {}
+    for rec in recs[1:]:
+        if rec["ev"] == "init":
+            world.snapshot(rec)
+            continue
+        if rec["ev"] == "crash":
+            continue
+        world.call(rec)
+        name = rec["call"]
+        counts[name] = counts.get(name, 0) + 1
+        n = rec.get("n") if isinstance(rec.get("n"), int) else counts[name]
+        out.append((f"after {name}#{n}", seen()))
+    return out
 
 
 def layout(state: CrashState, directory) -> list:
@@ -630,7 +666,7 @@ class _World:
         self.gen = 0            # bumped on every change; equal = same states
         seq = init["seq"]
         snap = init["snap"]
-        files = self._files(snap, seq)
+        files = self._files(snap, seq, ranges=False)
         self.vis_dir = self._dir(snap, seq) if "dir" in snap else {}
         for ino, data in files.items():
             self.inodes[ino] = _Inode(ino, data, born=False)
@@ -642,7 +678,11 @@ class _World:
 
     # -- snapshots
 
-    def _files(self, snap, seq):
+    def _files(self, snap, seq, ranges=True):
+        """inode -> visible content after the record. An entry is a whole
+        snapshot, or (with off and len) a range: the inode's last known
+        content cut or zero-extended to size, with [off, off+len) from the
+        snapshot -- which rebuilds what a whole snapshot would have held."""
         files = snap.get("files") or {}
         if not isinstance(files, dict):
             raise ExplorerError(f"trace record seq={seq}: snap.files is not "
@@ -654,11 +694,40 @@ class _World:
                 raise ExplorerError(f"trace record seq={seq}: snap.files."
                                     f"{key} needs size and hash")
             size = meta.get("size")
-            if size is not None and (not isinstance(size, int) or size < 0):
+            if size is not None and (not isinstance(size, int)
+                                     or isinstance(size, bool) or size < 0):
                 raise ExplorerError(f"trace record seq={seq}: snap.files."
                                     f"{key}: bad size {size!r}")
-            out[ino] = self.blobs.get(meta["hash"], size, seq)
+            if "off" in meta or "len" in meta:
+                out[ino] = self._range(ino, key, meta, size, seq, ranges)
+            else:
+                out[ino] = self.blobs.get(meta["hash"], size, seq)
         return out
+
+    def _range(self, ino, key, meta, size, seq, allowed):
+        where = f"trace record seq={seq}: snap.files.{key}"
+        if not allowed:
+            raise ExplorerError(f"{where}: a range snapshot in the init "
+                                f"record (it must hold whole files)")
+        off, length = meta.get("off"), meta.get("len")
+        for what, v in (("off", off), ("len", length), ("size", size)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ExplorerError(f"{where}: bad {what} {v!r} in a range "
+                                    f"snapshot")
+        if off + length > size:
+            raise ExplorerError(f"{where}: range {off}+{length} runs past "
+                                f"the size {size}")
+        node = self.inodes.get(ino)
+        if node is None:
+            raise ExplorerError(f"{where}: a range snapshot of inode {ino}, "
+                                f"whose content no earlier record gave")
+        data = self.blobs.get(meta["hash"], length, seq)
+        base = node.vis
+        if len(base) < off:
+            base += bytes(off - len(base))
+        tail = base[off + length:size]
+        return b"".join((base[:off], data, tail,
+                         bytes(size - off - length - len(tail))))
 
     def _dir(self, snap, seq):
         d = snap["dir"]

@@ -35,7 +35,7 @@ EXIT_SKIP = 77
 # Variables of ours that must never leak from the caller's environment
 # into a run: a stale plan or trace path would make the run lie.
 OUR_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
-            "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED")
+            "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP")
 
 
 class SetupError(UsageError):

@@ -88,14 +88,23 @@ def common(run):
     expect(len(seqs) == len(set(seqs)), "unique seq numbers", seqs)
     expect(run.recs and run.recs[0]["ev"] == "init", "an init record first",
            run.recs[:1])
+    seen = set()    # inodes with an earlier snapshot
     for r in run.recs:
         snap = r.get("snap", {})
         for ino, f in snap.get("files", {}).items():
             path = os.path.join(run.snap, f["hash"])
             with open(path, "rb") as fh:
                 data = fh.read()
-            expect(len(data) == f["size"], f"snapshot {f['hash']} of {f['size']} bytes",
+            # a range snapshot holds the bytes [off, off+len) of a file of
+            # size bytes, laid over the inode's previous snapshot
+            want = f["len"] if "off" in f else f["size"]
+            expect(len(data) == want, f"snapshot {f['hash']} of {want} bytes",
                    len(data))
+            if "off" in f:
+                expect(f["off"] + f["len"] <= f["size"] and ino in seen,
+                       f"a range within the size, after a snapshot of {ino}",
+                       (f, sorted(seen)))
+            seen.add(ino)
             expect(hashlib.blake2b(data, digest_size=8).hexdigest() == f["hash"],
                    "snapshot named by its blake2b-64", f["hash"])
 

@@ -1,0 +1,460 @@
+"""The recorder's shortcuts change its cost, never what the harness learns.
+
+A write is recorded as the range it wrote (docs/design.md, "Trace: JSON
+lines"), the explorer lays that range over the content it last knew, and
+the result must be byte for byte what a whole-file snapshot shows. Each
+program here runs twice, with CRASHCHECK_SNAP=full (every snapshot whole,
+the reference) and with ranges, and the two traces must give the same
+visible content after every record and the same crash states (labels,
+files, explanations) under both models. Each run also checks that ranges
+were really taken where they should be, so a recorder that silently fell
+back to whole snapshots would fail here rather than pass.
+
+The rest: the trace format's range form (trace.py and the explorer refuse
+a bad one with one line), the trace descriptor that a program may close or
+take over, and the cached descriptor paths, which must read exactly as
+readlink(/proc/self/fd/N) would.
+"""
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # noqa: E402
+from harness import explorer, payload, runner  # noqa: E402
+from harness import trace as trace_mod  # noqa: E402
+
+BIN = ROOT / "workloads" / "bin"
+PROGS = Path(__file__).resolve().parent / "progs"
+SIZES = [0, 1, 4095, 4096, 4097, 65537]
+STRATEGIES = ["stdio", "direct", "sync", "mmap"]
+WRITES = frozenset(("write", "pwrite", "writev", "pwritev"))
+
+
+def cc(src, exe):
+    proc = subprocess.run(["cc", "-O1", "-Wall", "-Wextra", "-o", str(exe),
+                           str(src)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cc {src} failed:\n{proc.stderr}")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    for path in (runner.FAULT_LIB, runner.FIU_PRELOAD):
+        if not path.is_file():
+            pytest.fail(f"{path} missing: run 'make'")
+    d = tmp_path_factory.mktemp("bin")
+    progs = {"ops": cc(PROGS / "ops.c", d / "ops"),
+             "bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
+                                d / "bench-writer")}
+    for name, src in PROGRAMS.items():
+        (d / f"{name}.c").write_text(src)
+        progs[name] = cc(d / f"{name}.c", d / name)
+    return progs
+
+
+class Run:
+    """One run in a scratch laid out as the sweep's: work/ (cwd and
+    WATCH), in/new, trace.jsonl, snaps/, shared."""
+
+    def __init__(self, base, argv, mode, plan="", old=None, new=b""):
+        self.dir = base / "work"
+        self.dir.mkdir(parents=True)
+        (base / "in").mkdir()
+        (base / "in" / "new").write_bytes(new)
+        if old is not None:
+            (self.dir / "target").write_bytes(old)
+        self.snapdir = base / "snaps"
+        trace = base / "trace.jsonl"
+        env = runner.build_env(plan, trace, self.dir, self.snapdir,
+                               base / "shared", program=str(argv[0]),
+                               cwd=self.dir)
+        # set after build_env, which owns the list of our variables
+        env["CRASHCHECK_SNAP"] = mode
+        self.run = runner.run([str(a) for a in argv], cwd=self.dir,
+                              preload=False, env=env, timeout=60)
+        assert not self.run.timed_out, argv
+        self.records = trace_mod.load(trace)
+
+    def entries(self):
+        """(record, snap.files entry) of every file snapshot."""
+        for r in self.records:
+            for f in ((r.get("snap") or {}).get("files") or {}).values():
+                yield r, f
+
+    def ranges(self):
+        return [(r, f) for r, f in self.entries() if "off" in f]
+
+
+def states(run, model):
+    points = explorer.explore(run.records, run.snapdir, model, "target",
+                              exit_ok=run.run.status == 0)
+    return [(p.label, [(s.label, s.files, s.why, s.rule) for s in p.states])
+            for p in points]
+
+
+def same_story(tmp_path, argv, plan="", old=None, new=b""):
+    """Run ARGV whole and ranged; assert the harness cannot tell them
+    apart. Returns the ranged run."""
+    full = Run(tmp_path / "full", argv, "full", plan, old, new)
+    ranged = Run(tmp_path / "range", argv, "range", plan, old, new)
+    assert full.ranges() == [], "CRASHCHECK_SNAP=full took a range snapshot"
+    what = f"{' '.join(map(str, argv))} plan={plan!r}"
+    assert (ranged.run.status, ranged.run.signal) == \
+        (full.run.status, full.run.signal), \
+        f"{what}: exit {ranged.run.status} with ranges, {full.run.status} " \
+        f"without\n{ranged.run.stderr_text()}"
+    want = explorer.visible(full.records, full.snapdir)
+    got = explorer.visible(ranged.records, ranged.snapdir)
+    assert [label for label, _ in got] == [label for label, _ in want], what
+    for (label, g), (_, w) in zip(got, want):
+        assert g == w, (f"{what}: {label}: expected "
+                        f"{ {n: len(c) for n, c in w.items()} } (whole), "
+                        f"found { {n: len(c) for n, c in g.items()} }"
+                        f"{'' if g.keys() != w.keys() else ' with other bytes'}")
+    for model in explorer.MODELS:
+        g, w = states(ranged, model), states(full, model)
+        assert [p for p, _ in g] == [p for p, _ in w], (what, model)
+        for (point, gs), (_, ws) in zip(g, w):
+            assert gs == ws, f"{what}: {model}: {point}: crash states differ"
+    return ranged
+
+
+def write_records(run, ok=True):
+    return [r for r in trace_mod.calls(run.records)
+            if r["call"] in WRITES and (not ok or r["ret"] > 0)
+            and r.get("snap")]
+
+
+# --- the workloads ---------------------------------------------------------
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("workload", ["replace", "overwrite"])
+def test_workload_ranges_rebuild_whole_snapshots(tmp_path, built, workload,
+                                                 strategy, size):
+    old = payload.make(size // 2 + 3, 1)
+    new = payload.make(size, 2)
+    ranged = same_story(tmp_path, [BIN / workload, f"--strategy={strategy}",
+                                   "target", "../in/new"], old=old, new=new)
+    assert ranged.run.status == 0, ranged.run.stderr_text()
+    assert (ranged.dir / "target").read_bytes() == new
+    writes = write_records(ranged)
+    if strategy in ("stdio", "mmap"):
+        # stdio writes inside libc, a mapping by stores: no write calls
+        assert not writes
+    else:
+        assert len(ranged.ranges()) == len(writes), \
+            f"{len(writes)} writes, {len(ranged.ranges())} range snapshots"
+
+
+@pytest.mark.parametrize("n", [1, 10, 100])
+def test_bench_writer_ranges_rebuild_whole_snapshots(tmp_path, built, n):
+    new = payload.make(65537, 2)
+    ranged = same_story(tmp_path, [built["bench-writer"], n, "target",
+                                   "../in/new"], old=payload.make(4096, 1),
+                        new=new)
+    writes = write_records(ranged)
+    assert len(writes) == n
+    # every write, the first included: the file was created (and
+    # snapshotted empty) by this process
+    assert [f["len"] for _, f in ranged.ranges()] == \
+        [r["ret"] for r in writes]
+    # a range costs its own bytes, not the file's
+    sizes = {f["hash"]: f["len"] for _, f in ranged.ranges()}
+    for h, n_bytes in sizes.items():
+        assert (ranged.snapdir / h).stat().st_size == n_bytes
+
+
+# --- the corners of the write family, through tests/progs/ops ------------
+
+CORNERS = {
+    # O_APPEND: the offset is where the file ended, not where the fd was
+    "append": ([("open", "target", "w,append"), ("write", 10),
+                ("pwrite", 5, 0), ("write", 7)], ""),
+    "append-rw": ([("open", "target", "rw,append"), ("write", 10),
+                   ("write", 3)], ""),
+    "pwrite-middle": ([("open", "target", "rw"), ("pwrite", 100, 2000),
+                       ("pwrite", 1, 0), ("pwrite", 4096, 4095)], ""),
+    "hole": ([("open", "target", "w"), ("pwrite", 10, 20000),
+              ("write", 5), ("pwrite", 3, 100000)], ""),
+    "short": ([("open", "target", "w"), ("write", 1000), ("write", 1000),
+               ("writev", "3,700,5")], "write#1=short;writev#1=short:400"),
+    "eio": ([("open", "target", "w"), ("write", 100), ("write", 100)],
+            "write#2=EIO"),
+    "trunc-then-write": ([("open", "target", "w,trunc"), ("write", 50),
+                          ("ftruncate", 10), ("write", 5)], ""),
+    "new-file": ([("open", "fresh", "w,creat,excl"), ("write", 9),
+                  ("writev", "1,2,3"), ("rename", "fresh", "target")], ""),
+    # stores through a mapping are not calls: whole snapshots from then on
+    "mmap": ([("open", "target", "rw"), ("mmap", 4096), ("write", 7),
+              ("munmap",), ("write", 9)], ""),
+    # stdio writes out inside libc: whole snapshots for that inode
+    "stdio": ([("open", "target", "rw"), ("fopen", "target", "r+"),
+               ("fwrite", 3), ("write", 5), ("fflush",), ("write", 2)], ""),
+    # the child inherits the descriptor and writes after the parent
+    "fork": ([("open", "target", "w"), ("write", 10), ("fork",),
+              ("write", 10), ("pwrite", 4, 3)], ""),
+    "two-files": ([("open", "target", "w"), ("open", "other", "w,creat"),
+                   ("use", 0), ("write", 10), ("use", 1), ("write", 20),
+                   ("use", 0), ("write", 30)], ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORNERS))
+def test_write_corners_rebuild_whole_snapshots(tmp_path, built, name):
+    steps, plan = CORNERS[name]
+    argv = [built["ops"]] + [str(w) for step in steps for w in step]
+    ranged = same_story(tmp_path, argv, plan, old=payload.make(6000, 1))
+    assert ranged.run.status == 0, ranged.run.stderr_text()
+    writes = write_records(ranged)
+    assert writes, "no write was recorded"
+    ranges = {r["seq"] for r, _ in ranged.ranges()}
+    if name in ("mmap", "stdio"):
+        # the first write may be a range (before the map / the stream);
+        # none after the inode could change unseen
+        tainted_from = min(r["seq"] for r in trace_mod.calls(ranged.records)
+                           if r["call"] in ("mmap", "fopen"))
+        assert not [s for s in ranges if s > tainted_from]
+    elif name == "append":
+        # pwrite on O_APPEND appends on Linux: its OFF is not where the
+        # bytes went, so it is recorded whole
+        assert [r["call"] for r in writes if r["seq"] in ranges] == \
+            ["write", "write"]
+    else:
+        assert ranges == {r["seq"] for r in writes}, \
+            f"writes {[r['seq'] for r in writes]}, ranges {sorted(ranges)}"
+
+
+def test_execd_process_snapshots_whole_first(tmp_path, built):
+    # Each ops is a new image (sh wrote the init record): its first write
+    # to target cannot rely on what another process recorded, its second
+    # one can.
+    o = built["ops"]
+    script = (f"{o} open target w write 10 write 10; "
+              f"{o} open target w write 3 write 4")
+    ranged = same_story(tmp_path, ["/bin/sh", "-c", script],
+                        old=payload.make(100, 1))
+    writes = write_records(ranged)
+    ranges = {r["seq"] for r, _ in ranged.ranges()}
+    assert [r["seq"] in ranges for r in writes] == [False, True, False, True]
+
+
+# --- the range form of the trace -------------------------------------------
+
+INIT = (b'{"ev":"init","seq":0,"watch":"/w","snap":{"dir":{"target":7},'
+        b'"files":{"7":{"size":5,"hash":"0000000000000001"}}}}\n')
+
+
+def call_line(entry):
+    return (b'{"ev":"call","seq":1,"call":"write","n":1,"fd":3,'
+            b'"path":"/w/target","ino":7,"off":2,"len":3,"ret":3,'
+            b'"errno":0,"snap":{"files":{"7":' + entry + b'}}}\n')
+
+
+@pytest.mark.parametrize("entry,problem", [
+    (b'{"size":5,"off":-1,"len":3,"hash":"0000000000000002"}',
+     "off is not a non-negative integer"),
+    (b'{"size":5,"off":2,"hash":"0000000000000002"}',
+     "len is not a non-negative integer"),
+    (b'{"size":5,"off":2,"len":true,"hash":"0000000000000002"}',
+     "len is not a non-negative integer"),
+    (b'{"size":4,"off":2,"len":3,"hash":"0000000000000002"}',
+     "range 2+3 runs past the size 4"),
+])
+def test_trace_refuses_a_bad_range(entry, problem):
+    with pytest.raises(trace_mod.TraceError) as e:
+        trace_mod.parse(INIT + call_line(entry), "t.jsonl")
+    assert str(e.value) == f"t.jsonl:2: snap.files['7']: {problem}"
+
+
+def blobs(h):
+    return {"0000000000000001": b"hello", "0000000000000002": b"XYZ",
+            "0000000000000003": b"!"}[h]
+
+
+def test_explorer_lays_a_range_over_the_last_content():
+    recs = trace_mod.parse(
+        INIT
+        + call_line(b'{"size":5,"off":2,"len":3,"hash":"0000000000000002"}')
+        + b'{"ev":"call","seq":2,"call":"pwrite","n":1,"fd":3,"ino":7,'
+          b'"path":"/w/target","off":9,"len":1,"ret":1,"errno":0,"snap":'
+          b'{"files":{"7":{"size":10,"off":9,"len":1,'
+          b'"hash":"0000000000000003"}}}}\n'
+        + b'{"ev":"call","seq":3,"call":"write","n":2,"fd":3,"ino":7,'
+          b'"path":"/w/target","off":0,"len":3,"ret":3,"errno":0,"snap":'
+          b'{"files":{"7":{"size":3,"off":0,"len":3,'
+          b'"hash":"0000000000000002"}}}}\n')
+    seen = [files["target"] for _, files in explorer.visible(recs, blobs)]
+    assert seen == [b"hello", b"heXYZ", b"heXYZ\0\0\0\0!", b"XYZ"]
+
+
+@pytest.mark.parametrize("lines,problem", [
+    # a range of an inode the replay has no content for
+    (INIT + call_line(b'{"size":5,"off":2,"len":3,"hash":"0000000000000002"}'
+                      ).replace(b'"7":{"size":5,"off"', b'"8":{"size":5,'
+                                                        b'"off"'),
+     "trace record seq=1: snap.files.8: a range snapshot of inode 8, whose "
+     "content no earlier record gave"),
+    # the init record is the durable start: whole files only
+    (INIT.replace(b'{"size":5,"hash"', b'{"size":5,"off":0,"len":5,"hash"'),
+     "trace record seq=0: snap.files.7: a range snapshot in the init "
+     "record (it must hold whole files)"),
+    # the blob must hold len bytes
+    (INIT + call_line(b'{"size":5,"off":1,"len":4,"hash":"0000000000000002"}'),
+     "trace record seq=1: snapshot 0000000000000002 holds 3 bytes, the "
+     "trace says 4"),
+])
+def test_explorer_refuses_a_range_it_cannot_apply(lines, problem):
+    recs = trace_mod.parse(lines)
+    with pytest.raises(explorer.ExplorerError) as e:
+        explorer.explore(recs, blobs)
+    assert str(e.value) == problem
+
+
+def test_fast_and_checked_readers_agree(tmp_path, built):
+    # The fast path must accept exactly what the checked one accepts: a
+    # real trace, and the same trace made wrong in ways only the checked
+    # one words.
+    run = Run(tmp_path / "r", [built["bench-writer"], 10, "target",
+                               "../in/new"], "range",
+              new=payload.make(5000, 2))
+    data = (tmp_path / "r" / "trace.jsonl").read_bytes()
+    assert trace_mod._parse_fast(data) is not None
+    want = trace_mod._parse_checked(data, "t")
+    want.sort(key=lambda r: r["seq"])
+    assert trace_mod.parse(data) == want
+    for bad in (data.replace(b'"ret":', b'"ret":true,"x":', 1),
+                data.replace(b'"len":', b'"len":-', 1) + b"{}\n",
+                data.replace(b'"pid":', b'"pid": ', 1),
+                data.replace(b"\n", b"\n\n  ", 1)):
+        try:
+            want = trace_mod._parse_checked(bad, "t")
+        except trace_mod.TraceError as e:
+            with pytest.raises(trace_mod.TraceError) as got:
+                trace_mod.parse(bad, "t")
+            assert str(got.value) == str(e)
+        else:
+            want.sort(key=lambda r: r["seq"])
+            assert trace_mod.parse(bad, "t") == want
+
+
+# --- the trace descriptor and the path cache --------------------------------
+
+PROGRAMS = {
+    # Takes over every descriptor near the top of the table (where the
+    # library keeps its own), then closes them: the program's file must
+    # never receive a trace line, and the trace must miss no call.
+    "fdstorm": r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void)
+{
+	struct rlimit rl;
+	int v = open("victim", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int f = open("target", O_WRONLY);
+	long top;
+
+	if (v < 0 || f < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	top = rl.rlim_cur > 1024 ? 1024 : (long)rl.rlim_cur;
+	if (write(f, "a", 1) != 1)
+		return 1;
+	for (long i = top - 100; i < top; i++)
+		if (dup2(v, i) < 0)
+			return 1;
+	if (write(f, "b", 1) != 1)
+		return 1;
+	if (syscall(SYS_close_range, top - 100, top - 1, 0) < 0)
+		return 1;
+	if (write(f, "c", 1) != 1)
+		return 1;
+	return write(v, "V", 1) != 1;
+}
+""",
+    # Paths of a descriptor after the names around it changed: renamed by
+    # another process, unlinked, renamed back, a directory renamed.
+    "pathprog": r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int child(void (*fn)(void))
+{
+	int st;
+	pid_t p = fork();
+	if (p == 0) {
+		fn();
+		_exit(0);
+	}
+	return waitpid(p, &st, 0) == p && WIFEXITED(st) ? 0 : -1;
+}
+static void ren(void) { rename("a", "b"); }
+static void ren_dir(void) { rename("d", "e"); }
+int main(void)
+{
+	int fd = open("a", O_WRONLY | O_CREAT, 0644), fd2;
+
+	if (fd < 0 || mkdir("d", 0755) < 0)
+		return 1;
+	write(fd, "1", 1);
+	write(fd, "2", 1);
+	if (child(ren) < 0)
+		return 1;
+	write(fd, "3", 1);
+	unlink("b");
+	write(fd, "4", 1);
+	fd2 = open("d/x", O_WRONLY | O_CREAT, 0644);
+	write(fd2, "5", 1);
+	if (child(ren_dir) < 0)
+		return 1;
+	write(fd2, "6", 1);
+	dup2(fd2, fd);
+	write(fd, "7", 1);
+	return 0;
+}
+""",
+}
+
+
+def test_trace_survives_its_descriptor_taken_over(tmp_path, built):
+    ranged = same_story(tmp_path, [built["fdstorm"]], old=b"")
+    assert ranged.run.status == 0, ranged.run.stderr_text()
+    assert (ranged.dir / "victim").read_bytes() == b"V"
+    writes = [r for r in trace_mod.calls(ranged.records)
+              if r["call"] == "write"]
+    assert [r["n"] for r in writes] == [1, 2, 3, 4]
+    assert (ranged.dir / "target").read_bytes() == b"abc"
+
+
+def test_cached_paths_read_as_readlink_would(tmp_path, built):
+    ranged = same_story(tmp_path, [built["pathprog"]])
+    assert ranged.run.status == 0, ranged.run.stderr_text()
+    d = str(ranged.dir)
+    paths = [r["path"] for r in trace_mod.calls(ranged.records)
+             if r["call"] == "write"]
+    assert paths == [f"{d}/a", f"{d}/a", f"{d}/b", f"{d}/b (deleted)",
+                     f"{d}/d/x", f"{d}/e/x", f"{d}/e/x"], paths
+
+
+def test_bad_snap_mode_is_one_line_and_exit_2(tmp_path, built):
+    env = runner.build_env(program=str(built["ops"]), cwd=tmp_path)
+    env["CRASHCHECK_SNAP"] = "partial"
+    r = runner.run([str(built["ops"])], cwd=tmp_path, preload=False,
+                   env=env, timeout=10)
+    assert r.status == 2
+    assert r.stderr_text() == \
+        "crashcheck: CRASHCHECK_SNAP 'partial' is not 'full' or 'range'\n"
