@@ -17,6 +17,8 @@
 
 #define CC_PATH_MAX 4096
 #define CC_TAINT_MAX 64
+/* a range snapshot of at most this many bytes goes in the trace line ("data") */
+#define CC_INLINE_MAX 512
 
 /*
  * The counters, in the CRASHCHECK_SHARED mapping when it is set so that a
@@ -127,7 +129,7 @@ void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
 /* the O_DIRECT alignment of fd */
 unsigned cc_dio_align(int fd);
 
-/* 64-bit BLAKE2b of BUF (hashlib.blake2b(digest_size=8) computes the same) */
+/* the 64-bit content hash that names snapshot files (record.c) */
 uint64_t cc_hash(const void *buf, size_t len);
 
 /* PATH lies in the WATCH directory (or below it) */

@@ -227,8 +227,8 @@ TARGETS = {t.name: t for t in (SpecTarget, TraceTarget, ExplorerTarget)}
 SPEC_KEYS = list(specmod.FIELDS) + list(specmod.EXPECT_FIELDS) + ["disk", "bogus"]
 TRACE_KEYS = ["ev", "seq", "pid", "ppid", "call", "n", "fd", "path", "path2",
               "ino", "off", "len", "flags", "ret", "errno", "fault", "rule",
-              "action", "dir", "snap", "files", "size", "hash", "when", "plan",
-              "watch", "exe"]
+              "action", "dir", "snap", "files", "size", "hash", "data", "when",
+              "plan", "watch", "exe"]
 
 TOKENS = [b"{", b"}", b"{bin}", b"{target}", b"{new}", b"{strategy}", b"{x}",
           b"[[expect]]", b"[", b"]", b"=", b"\"", b"'", b"'''", b'"""', b"\\",

@@ -198,7 +198,8 @@ class CrashPoint:
 def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
             target_name: str = "target", cap: int = DEFAULT_CAP,
             seed: int = 0, *, content: Callable[[str], bytes] | None = None,
-            exit_ok: bool = False, only_exit: bool = False) -> list:
+            exit_ok: bool = False, only_exit: bool = False,
+            blob_cache: dict | None = None) -> list:
     """Crash points of a parsed trace under MODEL, each with its states.
 
     snapdir is the snapshot directory (content at SNAPDIR/<hash>), or a
@@ -208,7 +209,9 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     states as in the full list: the trace is still replayed, but no other
     point's states are built (the sweep judges a fault case's after-exit
     point only, and building every point made a case's cost grow with the
-    length of its trace).
+    length of its trace). blob_cache, a dict, keeps the snapshot contents
+    read for another call on the same snapshots (the sweep explores one
+    trace under each model).
     """
     if model not in MODELS:
         raise ExplorerError(f"unknown model '{model}' "
@@ -219,7 +222,7 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
         raise ExplorerError(f"seed must be an integer, not {seed!r}")
     if callable(snapdir) and content is None:
         content, snapdir = snapdir, None
-    blobs = _Blobs(snapdir, content)
+    blobs = _Blobs(snapdir, content, blob_cache)
     recs = _check_records(records)
     init = recs[0]
     world = _World(model, blobs, init)
@@ -348,12 +351,12 @@ def _check_records(records):
 class _Blobs:
     """Snapshot contents by hash, loaded once."""
 
-    def __init__(self, snapdir, loader):
+    def __init__(self, snapdir, loader, cache=None):
         if loader is None and snapdir is None:
             raise ExplorerError("explore: need a snapshot dir or a loader")
         self.snapdir = None if snapdir is None else os.fspath(snapdir)
         self.loader = loader
-        self.cache = {}
+        self.cache = {} if cache is None else cache
 
     def get(self, h, size, seq):
         data = self.cache.get(h)
@@ -690,7 +693,8 @@ class _World:
         out = {}
         for key, meta in files.items():
             ino = _ino(key, seq, "snap.files")
-            if not isinstance(meta, dict) or "hash" not in meta:
+            if not isinstance(meta, dict) or not (
+                    "hash" in meta or ("data" in meta and "off" in meta)):
                 raise ExplorerError(f"trace record seq={seq}: snap.files."
                                     f"{key} needs size and hash")
             size = meta.get("size")
@@ -721,7 +725,18 @@ class _World:
         if node is None:
             raise ExplorerError(f"{where}: a range snapshot of inode {ino}, "
                                 f"whose content no earlier record gave")
-        data = self.blobs.get(meta["hash"], length, seq)
+        if "data" in meta:
+            # a small range carries its bytes in the line, as hex
+            text = meta["data"]
+            try:
+                if not isinstance(text, str) or len(text) != 2 * length:
+                    raise ValueError
+                data = bytes.fromhex(text)
+            except ValueError:
+                raise ExplorerError(f"{where}: data is not {length} bytes "
+                                    f"in hex") from None
+        else:
+            data = self.blobs.get(meta["hash"], length, seq)
         base = node.vis
         if len(base) < off:
             base += bytes(off - len(base))

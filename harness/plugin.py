@@ -13,18 +13,15 @@ from the work directory, so every worker collects the same items.
 
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
-import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
 
-from . import ROOT, UsageError, lessons, report, runner, spec as specmod, sweep, tree_path
+from . import ROOT, UsageError, lessons, pool, report, runner, spec as specmod, sweep, tree_path
 
 CASES_FILE = "cases.json"
 
@@ -164,15 +161,12 @@ class Sweep:
     # and a worker, which on two cores took as long as the run itself.
 
     def start_pool(self, cases, jobs):
-        global _POOL_STATE
-        _POOL_STATE = self
         self.judge()                # made here, the pool's processes share its scratch root
-        ctx = multiprocessing.get_context("fork")
-        self._pool = ctx.Pool(jobs, initializer=_pool_init)
         # Cases go out and results come back a few at a time: one message
         # per case costs the three processes more than a short case does.
         chunk = max(1, min(8, len(cases) // (jobs * 8)))
-        self._ahead = self._pool.imap(_pool_run, cases, chunksize=chunk)
+        self._pool, results = pool.start(self.run_case, cases, jobs, chunk)
+        self._ahead = zip(cases, results)
         self._done = {}
         self._left = len(cases)
 
@@ -188,10 +182,10 @@ class Sweep:
             return self.run_case(case)
         while case.id not in self._done:
             try:
-                case_id, res, error = next(self._ahead)
+                done, (res, error) = next(self._ahead)
             except StopIteration:
                 raise RuntimeError(f"{case.id}: not in the pool's cases") from None
-            self._done[case_id] = (res, error)
+            self._done[done.id] = (res, error)
             self._left -= 1
         res, error = self._done.pop(case.id)
         if error is not None:
@@ -201,59 +195,16 @@ class Sweep:
     def stop_pool(self):
         """Every item has its result (or the session stops early: then
         the cases still running are killed, their programs with them)."""
-        pool = getattr(self, "_pool", None)
-        if pool is None:
+        running = getattr(self, "_pool", None)
+        if running is None:
             return
         self._pool = None
-        if self._left == 0:
-            pool.close()            # idle workers: let them exit
-        else:
-            pool.terminate()
-        pool.join()
+        pool.stop(running, finished=self._left == 0)
 
     def load_cases(self):
         with open(self.work / CASES_FILE) as fh:
             self.cases = [sweep.Case(**c) for c in json.load(fh)]
         return self.cases
-
-
-_POOL_STATE = None
-_POOL_RUNNING = False       # a pool process is inside run_case
-
-
-def _pool_init():
-    # ^C reaches the pool's processes too: pytest, in the parent, decides
-    # what happens then and stops the pool with SIGTERM, which must unwind
-    # through runner.run so that the program's process group is killed and
-    # the scratch removed. A handler (not SIG_IGN) so programs do not
-    # inherit an ignored SIGINT across exec.
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
-    signal.signal(signal.SIGTERM, _pool_exit)
-
-
-def _pool_exit(signum, frame):
-    # Inside a case, unwind it (runner.run kills the program's group, the
-    # scratch goes) and leave from _pool_run; elsewhere the process may
-    # hold one of the pool's locks, and exiting through Python could wait
-    # on it for ever: leave at once.
-    if _POOL_RUNNING:
-        raise SystemExit(128 + signum)
-    os._exit(128 + signum)
-
-
-def _pool_run(case):
-    """In a pool process: (case id, result, None), or (case id, None, the
-    traceback) when the harness itself failed on the case."""
-    global _POOL_RUNNING
-    _POOL_RUNNING = True
-    try:
-        return case.id, _POOL_STATE.run_case(case), None
-    except Exception:
-        return case.id, None, traceback.format_exc()
-    except BaseException:
-        os._exit(1)                 # stopped by the pool; cleaned up above
-    finally:
-        _POOL_RUNNING = False
 
 
 def _enabled(config):

@@ -339,7 +339,7 @@ def _signals_held():
     we have no handle on, whose group nobody kills. Held, the signal is
     raised again by run() once the Popen object exists, where the group
     is killed on the way out. Only the main thread can set handlers; in
-    another (the sweep's baseline pool) signals do not arrive anyway."""
+    another thread signals do not arrive anyway."""
     held = []
     if threading.current_thread() is not threading.main_thread():
         yield held

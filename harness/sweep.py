@@ -19,11 +19,10 @@ import os
 import shutil
 import tempfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, calls, explorer, fullfs, oracle, payload, runner, trace
+from . import ROOT, calls, explorer, fullfs, oracle, payload, pool, runner, trace
 
 # The fault classes and the crash models, as the oracle defines them.
 KINDS = oracle.KINDS
@@ -177,6 +176,8 @@ class Outcome:
     run: runner.Run
     scratch: Path
     records: list = field(default_factory=list)
+    # snapshot contents read for this run's explorations: hash -> bytes
+    blobs: dict = field(default_factory=dict)
 
     @property
     def workdir(self):
@@ -191,7 +192,9 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
     """Lay out a run's scratch directory: WORK holds the target (the old
     content, or nothing), INPUT the new content the program reads. With
     reuse_input the scratch is one a run of the same combo used before:
-    its input stays, everything else is emptied."""
+    its input stays, and so do the snapshots (content-addressed: a name
+    always holds the same bytes, and the runs of one combo store mostly
+    the same ones); the rest is emptied."""
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
     snaps = os.path.join(scratch, "snaps")
@@ -201,7 +204,6 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
                 os.unlink(os.path.join(scratch, name))
             except FileNotFoundError:
                 pass
-        clear_dir(snaps)
         clear_dir(work)
     else:
         os.makedirs(work, exist_ok=True)    # fullfs may have mounted it
@@ -301,21 +303,38 @@ def enumerate_cases(specs, settings, log=print):
     log(f"crashcheck: recording {len(all_combos)} baseline runs "
         f"({settings.jobs} jobs)")
 
-    def baseline(combo):
+    def baseline(i):
+        combo = all_combos[i]
         scratch = work / combo.prefix
         scratch.mkdir()
         out = execute_run(combo, "", scratch, timeout_of(combo, settings))
         save_run(out)
-        return combo, out
+        return cases_of(combo, out, settings)
 
+    # In processes of their own (harness/pool.py), like the cases: a
+    # baseline is a run plus its trace and crash points to read, which in
+    # threads of this process would queue on one interpreter.
+    jobs = min(settings.jobs, len(all_combos))
+    if jobs > 1:
+        workers, results = pool.start(baseline, range(len(all_combos)), jobs)
+    else:
+        workers, results = None, ((baseline(i), None)
+                                  for i in range(len(all_combos)))
     cases = []
-    with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
-        for combo, out in pool.map(baseline, all_combos):
-            mine = cases_of(combo, out, settings)
+    finished = False
+    try:
+        for combo, (mine, error) in zip(all_combos, results):
+            if error is not None:
+                raise RuntimeError(f"{combo.prefix}: recording the baseline "
+                                   f"failed:\n{error}")
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
             cases.extend(mine)
+        finished = True
+    finally:
+        if workers is not None:
+            pool.stop(workers, finished)
     return cases, {c.prefix: c for c in all_combos}
 
 
@@ -512,7 +531,8 @@ class Judge:
     def explore(self, out, model, exit_ok, target=TARGET, only_exit=False):
         return explorer.explore(out.records, out.snapdir, model, target,
                                 cap=self.settings.cap, seed=self.settings.seed,
-                                exit_ok=exit_ok, only_exit=only_exit)
+                                exit_ok=exit_ok, only_exit=only_exit,
+                                blob_cache=out.blobs)
 
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)

@@ -219,12 +219,35 @@ def _valid_fast(rec):
     for f in files.values():
         if type(f) is not dict or not isinstance(f.get("size"), int):
             return False
+        if "data" in f:
+            if _data_problem(f):
+                return False
+            continue
         h = f.get("hash")
         if type(h) is not str or not _HASH.match(h):
             return False
         if ("off" in f or "len" in f) and _range_problem(f):
             return False
     return True
+
+
+_HEX = re.compile(r"[0-9a-f]*\Z")
+
+
+def _data_problem(f):
+    """What is wrong with a range whose bytes are in the line ("data",
+    lowercase hex, instead of "hash"), or None."""
+    if "hash" in f:
+        return "has both hash and data"
+    if "off" not in f or "len" not in f:
+        return "data without off and len (only a range carries its bytes)"
+    problem = _range_problem(f)
+    if problem:
+        return problem
+    data = f["data"]
+    if type(data) is not str or len(data) != 2 * f["len"] or not _HEX.match(data):
+        return f"data is not {f['len']} bytes in lowercase hex"
+    return None
 
 
 def _range_problem(f):
@@ -289,6 +312,12 @@ def _validate(rec, name, lineno):
             if not isinstance(files, dict):
                 bad("snap.files is not an object")
             for ino, f in files.items():
+                if isinstance(f, dict) and isinstance(f.get("size"), int) \
+                        and "data" in f:
+                    problem = _data_problem(f)
+                    if problem:
+                        bad(f"snap.files[{ino!r}]: {problem}")
+                    continue
                 if not (isinstance(f, dict) and isinstance(f.get("size"), int)
                         and isinstance(f.get("hash"), str)):
                     bad(f"snap.files[{ino!r}] lacks size or hash")
@@ -333,6 +362,13 @@ def short_path(path, base=None, root=None):
         return "?"
     root = root or base
     if base and (path == root or path.startswith(root.rstrip("/") + "/")):
+        # the common case without relpath's normalising: a path right
+        # inside base (a report formats every line of every case's trace)
+        rest = path[len(base) + 1:]
+        if path.startswith(base) and path[len(base):len(base) + 1] == "/" \
+                and rest and not rest.endswith("/") \
+                and "/." not in "/" + rest and "//" not in "/" + rest:
+            return rest
         return os.path.relpath(path, base)
     return path
 

@@ -709,3 +709,22 @@ def test_execd_processes_count_in_one_sequence(ops, progs):
     assert exes.count(str(o)) == 2, exes
     assert (res.dir / "a").stat().st_size == 5
     assert (res.dir / "b").stat().st_size == 0
+
+
+def test_short_path_is_relpath_inside_the_root():
+    """trace.short_path's fast path (a plain name under base) must say
+    what os.path.relpath says, for every spelling of a path."""
+    import itertools
+    import os
+    from harness.trace import short_path
+    root, base = "/s/x", "/s/x/work"
+    names = ["target", "a/b", "", ".", "..", ".hidden", "a.b", "...", "a/./b",
+             "a/..", "/t", "t/", "../in/new", "x//y"]
+    for name, (b, r) in itertools.product(names, [(base, root), (base, None),
+                                                  (base + "/", root)]):
+        path = f"{base}/{name}" if name else base
+        limit = (r or b).rstrip("/")
+        want = os.path.relpath(path, b) if (path == limit or path.startswith(limit + "/")) else path
+        assert short_path(path, b, r) == want, (path, b, r)
+    assert short_path("/etc/passwd", base, root) == "/etc/passwd"
+    assert short_path("/s/x/workx/t", base, root) == "../workx/t"

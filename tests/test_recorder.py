@@ -155,7 +155,7 @@ def test_workload_ranges_rebuild_whole_snapshots(tmp_path, built, workload,
             f"{len(writes)} writes, {len(ranged.ranges())} range snapshots"
 
 
-@pytest.mark.parametrize("n", [1, 10, 100])
+@pytest.mark.parametrize("n", [1, 10, 100, 200])
 def test_bench_writer_ranges_rebuild_whole_snapshots(tmp_path, built, n):
     new = payload.make(65537, 2)
     ranged = same_story(tmp_path, [built["bench-writer"], n, "target",
@@ -167,10 +167,15 @@ def test_bench_writer_ranges_rebuild_whole_snapshots(tmp_path, built, n):
     # snapshotted empty) by this process
     assert [f["len"] for _, f in ranged.ranges()] == \
         [r["ret"] for r in writes]
-    # a range costs its own bytes, not the file's
-    sizes = {f["hash"]: f["len"] for _, f in ranged.ranges()}
-    for h, n_bytes in sizes.items():
-        assert (ranged.snapdir / h).stat().st_size == n_bytes
+    # a range costs its own bytes, not the file's: up to CC_INLINE_MAX
+    # (512) they are in the line, as hex; above, in a file of their own
+    for _, f in ranged.ranges():
+        if f["len"] <= 512:
+            assert "hash" not in f and len(f["data"]) == 2 * f["len"], f
+        else:
+            assert "data" not in f, f
+            assert (ranged.snapdir / f["hash"]).stat().st_size == f["len"]
+    assert any("data" in f for _, f in ranged.ranges()) == (65537 / n <= 512)
 
 
 # --- the corners of the write family, through tests/progs/ops ------------
@@ -268,6 +273,19 @@ def call_line(entry):
      "len is not a non-negative integer"),
     (b'{"size":4,"off":2,"len":3,"hash":"0000000000000002"}',
      "range 2+3 runs past the size 4"),
+    # a small range's bytes in the line: exactly len bytes of lowercase hex
+    (b'{"size":5,"off":2,"len":3,"data":"58595"}',
+     "data is not 3 bytes in lowercase hex"),
+    (b'{"size":5,"off":2,"len":3,"data":"58595A"}',
+     "data is not 3 bytes in lowercase hex"),
+    (b'{"size":5,"off":2,"len":3,"data":585950}',
+     "data is not 3 bytes in lowercase hex"),
+    (b'{"size":5,"off":2,"len":3,"data":"58595a","hash":"0000000000000002"}',
+     "has both hash and data"),
+    (b'{"size":5,"data":"58595a"}',
+     "data without off and len (only a range carries its bytes)"),
+    (b'{"size":4,"off":2,"len":3,"data":"58595a"}',
+     "range 2+3 runs past the size 4"),
 ])
 def test_trace_refuses_a_bad_range(entry, problem):
     with pytest.raises(trace_mod.TraceError) as e:
@@ -294,6 +312,17 @@ def test_explorer_lays_a_range_over_the_last_content():
           b'"hash":"0000000000000002"}}}}\n')
     seen = [files["target"] for _, files in explorer.visible(recs, blobs)]
     assert seen == [b"hello", b"heXYZ", b"heXYZ\0\0\0\0!", b"XYZ"]
+
+
+def test_explorer_lays_inline_range_bytes_like_a_blob():
+    """A small range carries its bytes in the line ("data", hex): the
+    replay must come out as with the same bytes in a snapshot file."""
+    as_blob = trace_mod.parse(INIT + call_line(
+        b'{"size":5,"off":2,"len":3,"hash":"0000000000000002"}'))
+    inline = trace_mod.parse(INIT + call_line(
+        b'{"size":5,"off":2,"len":3,"data":"58595a"}'))
+    assert explorer.visible(inline, blobs) == explorer.visible(as_blob, blobs)
+    assert explorer.visible(inline, blobs)[-1][1]["target"] == b"heXYZ"
 
 
 @pytest.mark.parametrize("lines,problem", [
