@@ -228,17 +228,22 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
                trace_path=Path(trace) if trace is not None else None)
 
 
+def _cannot_start(argv, e):
+    """The one-line SetupError for the OSError starting argv gave."""
+    if isinstance(e, FileNotFoundError):
+        return SetupError(f"program not found: {argv[0]}")
+    if isinstance(e, PermissionError):
+        return SetupError(f"program not executable: {argv[0]}")
+    # ENOEXEC (not a program the kernel can run), ELOOP, E2BIG...
+    return SetupError(f"cannot run {argv[0]}: {e.strerror}")
+
+
 def _popen(argv, cwd, env, **streams):
     try:
         return subprocess.Popen(argv, cwd=cwd, env=env,
                                 start_new_session=True, **streams)
-    except FileNotFoundError:
-        raise SetupError(f"program not found: {argv[0]}") from None
-    except PermissionError:
-        raise SetupError(f"program not executable: {argv[0]}") from None
     except OSError as e:
-        # ENOEXEC (not a program the kernel can run), ELOOP, E2BIG...
-        raise SetupError(f"cannot run {argv[0]}: {e.strerror}") from None
+        raise _cannot_start(argv, e) from None
 
 
 # posix_spawn(3) starts a program for a third of what Popen costs (no
@@ -293,12 +298,8 @@ def _spawn(argv, cwd, env, out_fd, err_fd):
         pid = os.posix_spawn(path, argv, env, file_actions=actions,
                              setsid=True, setsigmask=(),
                              setsigdef=_SPAWN_DEFAULT_SIGNALS)
-    except FileNotFoundError:
-        raise SetupError(f"program not found: {argv[0]}") from None
-    except PermissionError:
-        raise SetupError(f"program not executable: {argv[0]}") from None
     except OSError as e:
-        raise SetupError(f"cannot run {argv[0]}: {e.strerror}") from None
+        raise _cannot_start(argv, e) from None
     finally:
         os.fchdir(home)
     return _Spawned(pid, argv)

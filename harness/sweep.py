@@ -170,14 +170,30 @@ def fault_plans(call, n, faults):
 
 # ---------------------------------------------------------------- running
 
-@dataclass
 class Outcome:
-    """One executed run, with where its files are."""
-    run: runner.Run
-    scratch: Path
-    records: list = field(default_factory=list)
-    # snapshot contents read for this run's explorations: hash -> bytes
-    blobs: dict = field(default_factory=dict)
+    """One executed run, with where its files are. Its trace is parsed
+    when first asked for in full (records); `trace` answers the questions
+    that need only a few of its records (trace.Lazy)."""
+
+    def __init__(self, run, scratch, records=None, trace=None):
+        self.run = run
+        self.scratch = scratch
+        self._records = records
+        self.trace = trace
+        # snapshot contents read for this run's explorations: hash -> bytes
+        self.blobs = {}
+
+    @property
+    def records(self):
+        if self._records is None:
+            self._records = self.trace.records if self.trace is not None else []
+        return self._records
+
+    def faulted(self):
+        """The records of the faulted calls and the crashes."""
+        if self.trace is not None:
+            return self.trace.faulted()
+        return [r for r in self.records if r["ev"] == "crash" or r.get("fault")]
 
     @property
     def workdir(self):
@@ -198,6 +214,7 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
     snaps = os.path.join(scratch, "snaps")
+    inp = os.path.join(scratch, INPUT, NEW)
     if reuse_input:
         for name in ("trace.jsonl", "shared"):
             try:
@@ -205,15 +222,37 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
             except FileNotFoundError:
                 pass
         clear_dir(work)
+        # a program may have changed or moved its input (mv new target)
+        try:
+            st = os.stat(inp)
+            same = (st.st_ino, st.st_size, st.st_mtime_ns) == _INPUT_STAMP.get(inp)
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.makedirs(os.path.dirname(inp), exist_ok=True)
+            _write_input(inp, new)
     else:
         os.makedirs(work, exist_ok=True)    # fullfs may have mounted it
         os.mkdir(os.path.join(scratch, INPUT))
         os.mkdir(snaps)
-        with open(os.path.join(scratch, INPUT, NEW), "wb") as fh:
-            fh.write(new)
+        _write_input(inp, new)
     if old is not None:
         with open(os.path.join(work, target), "wb") as fh:
             fh.write(old)
+
+
+_INPUT_STAMP = {}    # path of a reused input -> (ino, size, mtime) we left it with
+
+
+def _write_input(path, data):
+    try:
+        os.unlink(path)         # a new inode: an old one may be a hard link
+    except FileNotFoundError:
+        pass
+    with open(path, "wb") as fh:
+        fh.write(data)
+    st = os.stat(path)
+    _INPUT_STAMP[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def clear_dir(path):
@@ -261,7 +300,7 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False):
                              shared=os.path.join(sdir, "shared"), timeout=timeout)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
-    return Outcome(run=run, scratch=scratch, records=trace.load(tr))
+    return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr))
 
 
 def targeted_calls(records, watch, all_calls=False):
@@ -667,15 +706,20 @@ class Judge:
 
     def judge_run(self, case, combo, out, base, keep):
         run = out.run
+        # The faulted calls and the crashes say whether the fault fired,
+        # where, and whether we killed the program; the rest of a trace is
+        # read only for a run that claims success (a retried call, its
+        # after-exit crash states).
+        faulted = out.faulted()
         facts = dict(
-            fault_fired=fault_fired(out.records, case.plan) if case.plan else False,
-            fault_on_data_path=on_data_path(out.records, out.workdir),
-            fault_retried=fault_retried(out.records),
+            fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
+            fault_on_data_path=on_data_path(faulted, out.workdir),
+            fault_retried=fault_retried(out.records) if run.status == 0 else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
-                r["ev"] == "crash" for r in out.records),
+                r["ev"] == "crash" for r in faulted),
             timeout=timeout_of(combo, self.settings),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
@@ -713,16 +757,16 @@ class Judge:
             passed = any(e.verdict == verdict.verdict for e in expected)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
-        calls_seen = []
+        excerpt = []
         fired = []
         if out is not None:
             root = str(out.scratch)
 
             def fmt(rec):
                 return trace.format_call(rec, base, root=root)
-            calls_seen = [r for r in out.records if r["ev"] in ("call", "crash")]
+            excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
             fired = [{"rule": f.rule, "count": f.count}
-                     for f in trace.fired(out.records, plan_rules(case.plan))]
+                     for f in trace.fired(out.faulted(), plan_rules(case.plan))]
         res = {
             "id": case.id,
             "workload": spec.name,
@@ -746,30 +790,31 @@ class Judge:
                      "timed_out": run.timed_out if run else False},
             "stderr": run.stderr_text() if run else "",
             "fired": fired,
-            "trace_excerpt": [fmt(r) for r in excerpt_around(calls_seen, case.call)],
+            "trace_excerpt": excerpt,
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
         if out is not None and keep and (finding or self.settings.keep):
-            res["dir"] = save_case_dir(self.settings.out, res, out,
-                                       [fmt(r) for r in calls_seen], combo)
+            res["dir"] = save_case_dir(
+                self.settings.out, res, out,
+                [fmt(r) for r in out.records if r["ev"] in ("call", "crash")],
+                combo)
         return res
 
 
 EXCERPT_LINES = 40
 
 
-def excerpt_around(records, call):
-    """At most EXCERPT_LINES of the trace's call and crash records,
-    centred on the targeted call ("write#3"): enough to see what led to
-    it and what followed. Chosen before formatting: a program's trace
-    may hold thousands of calls."""
-    if len(records) <= EXCERPT_LINES:
-        return records
-    at = next((i for i, r in enumerate(records)
-               if call and f"{r['call']}#{r['n']}" == call), 0)
-    start = max(0, min(at - EXCERPT_LINES // 2, len(records) - EXCERPT_LINES))
-    return records[start:start + EXCERPT_LINES]
+def excerpt_around(out, call):
+    """At most EXCERPT_LINES of a run's call and crash records, centred on
+    the targeted call ("write#3"): enough to see what led to it and what
+    followed. Chosen before parsing and formatting, where the trace
+    allows (trace.Lazy.around): a program's trace may hold thousands of
+    calls."""
+    if out.trace is not None:
+        return out.trace.around(call, EXCERPT_LINES)
+    return trace.window([r for r in out.records if r["ev"] in ("call", "crash")],
+                        call, EXCERPT_LINES)
 
 
 def expect_dict(e):

@@ -41,6 +41,105 @@ def load(path):
     return parse(data, path)
 
 
+class Lazy:
+    """A trace file read once and parsed where asked.
+
+    A fault case that ends in an error is judged from a few records of its
+    trace (the faulted call, a crash, the 40 around the targeted call),
+    and parsing all of a long trace cost more than running the program.
+    The library's lines start '{"ev":"EV","seq":N,' and put "call" and
+    "n" side by side: read that way (by regular expression, in C), the
+    lines are put in seq order as parse() orders records, and only the
+    asked ones are parsed, with parse()'s checks. Any line not of that
+    shape, or any doubt, and the whole trace is parsed: the answer (or
+    the TraceError) is then parse()'s own."""
+
+    _HEAD = re.compile(rb'\{"ev":"(init|call|crash)","seq":(\d+),')
+
+    def __init__(self, data, name="<trace>"):
+        self.data, self.name = data, name
+        self._records = None
+        self.lines = self.evs = None
+        lines = [line for line in data.split(b"\n") if line]
+        heads = [self._HEAD.match(line) for line in lines]
+        if all(heads) and all(line.endswith(b"}") for line in lines):
+            order = sorted(range(len(lines)), key=lambda i: int(heads[i][2]))
+            self.lines = [lines[i] for i in order]
+            self.evs = [heads[i][1] for i in order]
+
+    @classmethod
+    def load(cls, path):
+        """A trace file (missing: empty), as load() reads it."""
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            data = b""
+        except OSError as e:
+            raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
+        return cls(data, path)
+
+    @property
+    def records(self):
+        """Every record, as parse() gives them."""
+        if self._records is None:
+            self._records = parse(self.data, self.name)
+        return self._records
+
+    def _parse(self, indexes):
+        if self._records is not None or self.lines is None:
+            return None
+        try:
+            got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
+        except TraceError:
+            return None         # the whole trace says where, and what
+        return got if len(got) == len(indexes) else None
+
+    def faulted(self):
+        """The records of the calls a fault fired on, and crash records,
+        in seq order."""
+        want = [i for i, (ev, line) in enumerate(zip(self.evs or (), self.lines or ()))
+                if ev == b"crash" or b'"fault":' in line]
+        got = self._parse(want)
+        if got is None:
+            return [r for r in self.records if r["ev"] == "crash" or r.get("fault")]
+        return got
+
+    def around(self, call, count):
+        """At most COUNT call and crash records in seq order, centred on
+        the first whose call#n is CALL (from the start when none is):
+        what the sweep shows of a trace next to a finding."""
+        if self.lines is not None and self._records is None:
+            idx = [i for i, ev in enumerate(self.evs) if ev != b"init"]
+            at = 0
+            name, _, n = call.partition("#") if call else ("", "", "")
+            if name and n.isdigit():
+                needle = b'"call":' + json.dumps(name).encode() + b',"n":' + n.encode()
+                for k, i in enumerate(idx):
+                    line = self.lines[i]
+                    pos = line.find(needle)
+                    if pos >= 0 and line[pos + len(needle):pos + len(needle) + 1] in (b",", b"}"):
+                        at = k
+                        break
+            start = max(0, min(at - count // 2, len(idx) - count))
+            got = self._parse(idx[start:start + count])
+            if got is not None:
+                return got
+        return window([r for r in self.records if r["ev"] in ("call", "crash")],
+                      call, count)
+
+
+def window(records, call, count):
+    """At most COUNT of RECORDS, centred on the first whose call#n is CALL
+    (from the start when none is)."""
+    if len(records) <= count:
+        return records
+    at = next((i for i, r in enumerate(records)
+               if call and f"{r['call']}#{r['n']}" == call), 0)
+    start = max(0, min(at - count // 2, len(records) - count))
+    return records[start:start + count]
+
+
 # json's own scanner (C): what JSONDecoder.decode calls, minus two Python
 # frames and two regex matches per line, a third of the time of a trace
 _scan = json.scanner.make_scanner(json.JSONDecoder())

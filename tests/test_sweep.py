@@ -3,6 +3,7 @@ stay clean, a deliberately broken copy of replace is caught, and the
 reproduce command of its finding reproduces it."""
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -207,15 +208,109 @@ def test_replay_lays_out_the_crash_state(tmp_path):
 
 def test_excerpt_is_centred_on_the_targeted_call():
     """A long trace is cut to EXCERPT_LINES records around the call the
-    case targets (records are chosen before they are formatted)."""
-    from harness import sweep as sw
+    case targets."""
+    from harness import sweep as sw, trace as tr
     recs = [{"ev": "call", "call": "write", "n": i} for i in range(1, 1001)]
     recs.insert(700, {"ev": "crash", "call": "fsync", "n": 1, "when": "before"})
-    got = sw.excerpt_around(recs, "fsync#1")
+    got = tr.window(recs, "fsync#1", sw.EXCERPT_LINES)
     assert len(got) == sw.EXCERPT_LINES
     assert got[sw.EXCERPT_LINES // 2]["call"] == "fsync"
-    assert sw.excerpt_around(recs, "write#1")[0]["n"] == 1
-    assert sw.excerpt_around(recs, "write#1000")[-1]["n"] == 1000
-    assert sw.excerpt_around(recs[:10], "write#5") == recs[:10]
+    assert tr.window(recs, "write#1", 40)[0]["n"] == 1
+    assert tr.window(recs, "write#1000", 40)[-1]["n"] == 1000
+    assert tr.window(recs[:10], "write#5", 40) == recs[:10]
     # a call the trace does not hold (a power-loss point "exit"): the start
-    assert sw.excerpt_around(recs, "exit")[0]["n"] == 1
+    assert tr.window(recs, "exit", 40)[0]["n"] == 1
+
+
+def _lazy_lines(n_calls, pids=(101,)):
+    """A trace as the library writes it: an init record per process, call
+    records of interleaved processes appended out of seq order, a fault
+    and a crash."""
+    lines = []
+    seq = 0
+    for pid in pids:
+        lines.append({"ev": "init", "seq": seq, "pid": pid, "watch": "/w"})
+        seq += 1
+    for i in range(1, n_calls + 1):
+        rec = {"ev": "call", "seq": seq, "pid": pids[i % len(pids)],
+               "call": "write", "n": i, "fd": 3, "path": "/w/target.tmp",
+               "ino": 7, "off": 0, "len": 1, "ret": 1, "errno": 0}
+        if i == n_calls // 2:
+            rec.update(ret=-1, errno=5, fault={"rule": 0, "action": "EIO"})
+        lines.append(rec)
+        seq += 1
+    lines.append({"ev": "crash", "seq": seq, "pid": pids[0], "call": "fsync",
+                  "n": 1, "when": "before", "rule": 1})
+    # two processes append concurrently: file order is not seq order
+    for i in range(len(pids), len(lines) - 1, 7):
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    import json as j
+    return b"\n".join(j.dumps(r, separators=(",", ":")).encode()
+                      for r in lines) + b"\n"
+
+
+@pytest.mark.parametrize("n_calls,pids", [(5, (101,)), (300, (101,)),
+                                          (300, (101, 102))])
+def test_lazy_trace_answers_like_the_whole_parse(n_calls, pids):
+    """trace.Lazy parses only the records a case needs; its answers must
+    be those of the whole parse, on every call targeted."""
+    from harness import trace as tr
+    data = _lazy_lines(n_calls, pids)
+    full = tr.parse(data)
+    lazy = tr.Lazy(data)
+    assert lazy.lines is not None           # the library's shape: lazy
+    assert lazy.faulted() == [r for r in full if r["ev"] == "crash" or r.get("fault")]
+    calls = [r for r in full if r["ev"] in ("call", "crash")]
+    for target in ["write#1", f"write#{n_calls // 2}", f"write#{n_calls}",
+                   "fsync#1", "write#99999", "exit", ""]:
+        assert tr.Lazy(data).around(target, 40) == tr.window(calls, target, 40), target
+    assert lazy._records is None            # none of that parsed it all
+    assert lazy.records == full
+
+
+def test_lazy_trace_falls_back_to_the_whole_parse():
+    """A line not of the library's shape, or a damaged one: the whole
+    trace is parsed, and its answer (or its error) is parse()'s."""
+    from harness import trace as tr
+    data = _lazy_lines(50)
+    spaced = data.replace(b'{"ev":"call","seq":3,', b'{"ev": "call", "seq": 3, ')
+    lazy = tr.Lazy(spaced)
+    assert lazy.lines is None
+    assert lazy.faulted() == [r for r in tr.parse(spaced)
+                              if r["ev"] == "crash" or r.get("fault")]
+    broken = data.replace(b'"call":"write","n":25,', b'"call":"write","n":"x",')
+    with pytest.raises(tr.TraceError) as e:
+        tr.Lazy(broken).faulted()
+    with pytest.raises(tr.TraceError) as whole:
+        tr.parse(broken, "<trace>")
+    assert str(e.value) == str(whole.value)
+
+
+def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
+    """A pool process reuses one scratch for a combo's cases: the input
+    stays, unless the last program moved, removed or rewrote it."""
+    from harness import sweep as sw
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    new, old = b"new content\n", b"old content, longer\n"
+    sw.prepare(scratch, old, new)
+    inp = scratch / sw.INPUT / sw.NEW
+    work = scratch / sw.WORK
+    spoilers = [
+        lambda: inp.rename(work / "target"),                  # mv new target
+        lambda: inp.unlink(),                                  # rm new
+        lambda: inp.write_bytes(b"rewritten in place!\n"),    # same size or not
+        lambda: os.link(inp, work / "linked"),                 # a link, then...
+    ]
+    for spoil in spoilers:
+        spoil()
+        if (work / "linked").exists():
+            with open(work / "linked", "r+b") as fh:           # ...written through
+                fh.write(b"X")
+        (work / "leftover.tmp").write_bytes(b"junk")
+        (scratch / "trace.jsonl").write_bytes(b"{}\n")
+        sw.prepare(scratch, old, new, reuse_input=True)
+        assert inp.read_bytes() == new
+        assert sorted(p.name for p in work.iterdir()) == ["target"]
+        assert (work / "target").read_bytes() == old
+        assert not (scratch / "trace.jsonl").exists()
