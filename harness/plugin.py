@@ -130,7 +130,7 @@ class Sweep:
         cases, _ = sweep.enumerate_cases(self.specs, self.settings, log=log)
         (self.work / "results").mkdir()
         with open(self.work / CASES_FILE, "w") as fh:
-            json.dump([c.to_json() for c in cases], fh)
+            fh.write(json.dumps([c.to_json() for c in cases]))   # C encoder
 
     def judge(self):
         if self._judge is None:

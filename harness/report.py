@@ -74,9 +74,29 @@ class ReportError(UsageError):
 # ---------------------------------------------------------------------------
 # Reading and checking cases
 
+# Lists of cases already checked (id -> (the list, its length)): one
+# report run checks, sorts and summarizes the same cases a dozen times,
+# and with thousands of cases the checks were a third of writing them.
+_CHECKED = {}
+
+
+def _is_checked(cases):
+    hit = _CHECKED.get(id(cases))
+    return hit is not None and hit[0] is cases and hit[1] == len(cases)
+
+
+def _mark_checked(cases):
+    if len(_CHECKED) > 16:
+        _CHECKED.clear()
+    _CHECKED[id(cases)] = (cases, len(cases))
+    return cases
+
+
 def _check_cases(cases, origin="cases"):
     """Refuse malformed input with a message naming the case and field:
     a report that silently skips a case would hide a finding."""
+    if isinstance(cases, list) and _is_checked(cases):
+        return cases
     if not isinstance(cases, list):
         raise ReportError(f"{origin}: expected a list of cases, "
                           f"found {type(cases).__name__}")
@@ -111,7 +131,7 @@ def _check_cases(cases, origin="cases"):
         if cid in seen:
             raise ReportError(f"{origin}: duplicate case id '{cid}'")
         seen.add(cid)
-    return cases
+    return _mark_checked(cases)
 
 
 def _check_lessons(lessons):
@@ -131,7 +151,8 @@ def _check_lessons(lessons):
 
 
 def _sorted(cases):
-    return sorted(cases, key=lambda c: c["id"])
+    out = sorted(cases, key=lambda c: c["id"])
+    return _mark_checked(out) if _is_checked(cases) else out
 
 
 def status(case):
@@ -355,10 +376,17 @@ def _write_atomic(path, data):
 
 
 def json_text(cases, meta):
-    """results.json's text: sorted keys, cases sorted by id, indent 1."""
+    """results.json's text: sorted keys, cases sorted by id, one case per
+    line (json's C encoder: the indenting one is Python, and took longer
+    than the rest of the reports together), the summary indented."""
     cases = _check_cases(cases)
-    doc = {"summary": summarize(cases, meta), "cases": _sorted(cases)}
-    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    summary = json.dumps(summarize(cases, meta), sort_keys=True, indent=1,
+                         ensure_ascii=False).replace("\n", "\n ")
+    lines = [json.dumps(c, sort_keys=True, ensure_ascii=False)
+             for c in _sorted(cases)]
+    body = ",\n  ".join(lines)
+    return (f'{{\n "cases": [\n  {body}\n ],\n "summary": {summary}\n}}\n'
+            if lines else f'{{\n "cases": [],\n "summary": {summary}\n}}\n')
 
 
 def write_json(path, cases, meta):

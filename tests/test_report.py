@@ -599,7 +599,13 @@ def test_write_json_deterministic(tmp_path):
     da, db = json.loads(a.read_text()), json.loads(b.read_text())
     assert drop_timing(da) == drop_timing(db)
     text = a.read_text()
-    assert text.startswith('{\n "cases": [\n  {\n   "call"')
+    # one case per line, in id order; the summary indented after them
+    assert text.startswith('{\n "cases": [\n  {"call"')
+    lines = text.split("\n")
+    assert [json.loads(line.strip().rstrip(","))["id"]
+            for line in lines[2:2 + len(cases)]] == sorted(x["id"] for x in cases)
+    assert lines[2 + len(cases)] == " ],"
+    assert lines[3 + len(cases)] == ' "summary": {'
     assert [x["id"] for x in da["cases"]] == sorted(x["id"] for x in cases)
     assert da["summary"]["timing"]["case_seconds"] == pytest.approx(0.19)
 
