@@ -125,11 +125,13 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-cap", str(_int("cap", args.cap, 1)),
             "--cc-command", command,
             # Per-item work in the pytest process competes with the
-            # cases for the cores: no output capture (the cases run in
-            # other processes, or print into the runner's own capture), no
-            # log capture, and junit.xml comes from the results
-            # (report.write_junit), not from pytest's per-item reports.
-            "--capture=no", "-p", "no:logging"]
+            # cases for the cores: capture of sys.stdout only, not of the
+            # descriptors (the cases run in other processes, or print into
+            # the runner's own capture; no capture at all would also turn
+            # off the [ 10%] progress), no log capture, and junit.xml comes
+            # from the results (report.write_junit), not from pytest's
+            # per-item reports.
+            "--capture=sys", "-p", "no:logging"]
     for p in spec_paths:
         argv += ["--cc-spec", str(p)]
     t = _timeout(args.timeout)
