@@ -1,10 +1,11 @@
 """pytest plugin: every sweep case is a test item.
 
-Load with `-p harness.plugin` and give specs with `--cc-spec`; the test
-module harness/sweep_cases.py holds the one test function the cases
-parametrize. pytest brings its own progress output, `-k`, xdist's `-n`
-and `--junitxml`; this plugin adds the enumeration before collection, the
-results directory and the reports after the session.
+Load with `-p harness.plugin` and give specs with `--cc-spec`; the file
+harness/sweep_cases.py is collected as the cases (CaseFile, one CaseItem
+per case, run by a one-phase protocol). pytest brings its progress
+output, `-k`, `-x` and the exit status; this plugin adds the enumeration
+before collection, the pool of worker processes (harness/pool.py), the
+results directory and the reports, junit.xml included, after the session.
 
 With xdist the controller enumerates (it is the only process that runs
 pytest_configure with no `workerinput`) and the workers read the case list
