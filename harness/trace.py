@@ -86,8 +86,13 @@ class Lazy:
             self._records = parse(self.data, self.name)
         return self._records
 
+    # A trace this short is parsed whole at once: its excerpt is all of
+    # it anyway, and one parse costs less than two of parts
+    SMALL = 64
+
     def _parse(self, indexes):
-        if self._records is not None or self.lines is None:
+        if self._records is not None or self.lines is None \
+                or len(self.lines) <= self.SMALL:
             return None
         try:
             got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
