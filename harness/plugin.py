@@ -222,7 +222,7 @@ def pytest_configure(config):
         wanted = set(config.getoption("--cc-case"))
         unknown = wanted - {c.id for c in state.load_cases()}
         if unknown:
-            shutil.rmtree(state.work, ignore_errors=True)
+            sweep.remove_work(state.settings.work_link)
             # Our one-line form, and a UsageError with no message, which
             # pytest prints nothing for (it would add "ERROR: ...").
             print(f"crashcheck: --case: no such case: {sorted(unknown)[0]}",
@@ -415,5 +415,5 @@ def pytest_unconfigure(config):
         shutil.rmtree(state.scratch_root, ignore_errors=True)
     if _is_worker(config):
         return
-    if not state.settings.keep and state.work.exists():
-        shutil.rmtree(state.work, ignore_errors=True)
+    if not state.settings.keep:
+        sweep.remove_work(state.settings.work_link)

@@ -57,8 +57,16 @@ class Settings:
     all_calls: bool = False                     # fault calls outside the scratch too
 
     @property
-    def work(self):
+    def work_link(self):
+        """RESULTS/.work: a directory, or a link to one in scratch."""
         return self.out / ".work"
+
+    @property
+    def work(self):
+        """The work directory, the link resolved: the library records
+        real paths, and "inside the work directory" is a prefix test."""
+        link = self.work_link
+        return link.resolve() if link.is_symlink() else link
 
 
 @dataclass
@@ -334,10 +342,19 @@ def enumerate_cases(specs, settings, log=print):
     """Run every combo's baseline (in parallel), then list the cases.
     Returns (cases, combos by prefix). The baselines stay in the work
     directory: their traces feed the power-loss cases."""
+    link = settings.work_link
+    remove_work(link)
+    if settings.keep:
+        link.mkdir(parents=True)
+    else:
+        # The baselines run and stay in scratch (tmpfs): in the results
+        # directory, on a disk, they cost real fsyncs and a slow removal
+        # (a 143-combo sweep's fixed part: 1.8 s -> 0.75 s). .work is a
+        # link to it, so every process finds it where it always was;
+        # with --keep it stays a directory in the results.
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(runner.make_scratch(WORK_PREFIX), link)
     work = settings.work
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
     all_combos = list(combos(specs))
     log(f"crashcheck: recording {len(all_combos)} baseline runs "
         f"({settings.jobs} jobs)")
@@ -375,6 +392,23 @@ def enumerate_cases(specs, settings, log=print):
         if workers is not None:
             pool.stop(workers, finished)
     return cases, {c.prefix: c for c in all_combos}
+
+
+WORK_PREFIX = "crashcheck-work-"
+
+
+def remove_work(work):
+    """Remove a sweep's work directory: the directory, or the link and
+    the scratch directory it points to (one of ours, by its name)."""
+    work = Path(work)
+    if work.is_symlink():
+        target = Path(os.readlink(work))
+        if target.name.startswith(WORK_PREFIX) and \
+                target.parent == runner.scratch_base():
+            shutil.rmtree(target, ignore_errors=True)
+        work.unlink()
+    elif work.exists():
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def timeout_of(combo, settings):
