@@ -58,7 +58,7 @@ class Lazy:
 
     def __init__(self, data, name="<trace>"):
         self.data, self.name = data, name
-        self._records = None
+        self._records = self._faulted = None
         self.lines = self.evs = None
         lines = [line for line in data.split(b"\n") if line]
         heads = [self._HEAD.match(line) for line in lines]
@@ -92,7 +92,11 @@ class Lazy:
 
     def _parse(self, indexes):
         if self._records is not None or self.lines is None \
-                or len(self.lines) <= self.SMALL:
+                or len(self.lines) <= self.SMALL \
+                or len(indexes) * 4 > len(self.lines):
+            # no records asked for, or most of them: parse it all once
+            # (a program that retries a failing write for ever leaves a
+            # trace of nothing but faulted calls)
             return None
         try:
             got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
@@ -103,12 +107,16 @@ class Lazy:
     def faulted(self):
         """The records of the calls a fault fired on, and crash records,
         in seq order."""
-        want = [i for i, (ev, line) in enumerate(zip(self.evs or (), self.lines or ()))
-                if ev == b"crash" or b'"fault":' in line]
-        got = self._parse(want)
-        if got is None:
-            return [r for r in self.records if r["ev"] == "crash" or r.get("fault")]
-        return got
+        if self._faulted is None:
+            want = [i for i, (ev, line) in enumerate(zip(self.evs or (),
+                                                         self.lines or ()))
+                    if ev == b"crash" or b'"fault":' in line]
+            got = self._parse(want)
+            if got is None:
+                got = [r for r in self.records
+                       if r["ev"] == "crash" or r.get("fault")]
+            self._faulted = got
+        return self._faulted
 
     def around(self, call, count):
         """At most COUNT call and crash records in seq order, centred on
@@ -266,6 +274,7 @@ _STR_KEYS = frozenset(("exe", "plan", "watch", "path", "path2"))
 _OTHER_KEYS = {key: want for key, want, _ in _OPTIONAL
                if key not in _INT_KEYS and key not in _STR_KEYS}
 _INT_ONLY = {int}
+_OTHER_ITEMS = tuple((k, w) for k, w in _OTHER_KEYS.items() if k != "flags")
 _STR_ONLY = {str}
 
 
@@ -287,19 +296,22 @@ def _valid_fast(rec):
         if ev == "call" and (type(rec.get("ret")) is not int
                              or type(rec.get("errno")) is not int):
             return False
-    keys = rec.keys()
-    for key in _INT_KEYS.intersection(keys):
-        if type(rec[key]) is not int and rec[key] is not None:
+    # a few lookups of known keys cost less than intersecting key sets
+    for key in _INT_KEYS:
+        value = rec.get(key)
+        if value is not None and type(value) is not int:
             return False
-    for key in _STR_KEYS.intersection(keys):
-        if type(rec[key]) is not str and rec[key] is not None:
+    for key in _STR_KEYS:
+        value = rec.get(key)
+        if value is not None and type(value) is not str:
             return False
-    for key in _OTHER_KEYS.keys() & keys:
-        value = rec[key]
-        if key == "flags":
-            if type(value) is not list or not set(map(type, value)) <= _STR_ONLY:
-                return False
-        elif value is not None and not _OTHER_KEYS[key](value):
+    if "flags" in rec:
+        value = rec["flags"]
+        if type(value) is not list or not set(map(type, value)) <= _STR_ONLY:
+            return False
+    for key, want in _OTHER_ITEMS:
+        value = rec.get(key)
+        if value is not None and not want(value):
             return False
     fault = rec.get("fault")
     if fault is not None and not (type(fault.get("rule")) is int
