@@ -341,7 +341,9 @@ def combos(specs):
 def enumerate_cases(specs, settings, log=print):
     """Run every combo's baseline (in parallel), then list the cases.
     Returns (cases, combos by prefix). The baselines stay in the work
-    directory: their traces feed the power-loss cases."""
+    directory: their traces feed the power-loss cases. Unless --keep, the
+    work directory is a link into scratch: remove it with remove_work()
+    (removing the results directory would leave the scratch behind)."""
     link = settings.work_link
     remove_work(link)
     if settings.keep:
