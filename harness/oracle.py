@@ -113,7 +113,9 @@ class Outcome:
     fault_fired: bool = False           # the trace shows the planned fault firing
     fault_on_data_path: bool = False    # a fired hard fault hit a data-path call
     fault_retried: bool = False         # the failed call was later repeated
-                                        # on the same file and succeeded
+                                        # on the same file and succeeded (read
+                                        # only for a run that exited 0, so the
+                                        # sweep works it out only then)
     fault_errno: str | None = None      # errno name planned ("EIO"); default from kind/plan
     status: int | None = None           # exit status, None when killed by a signal
     signal: int | None = None           # terminating signal number

@@ -74,29 +74,9 @@ class ReportError(UsageError):
 # ---------------------------------------------------------------------------
 # Reading and checking cases
 
-# Lists of cases already checked (id -> (the list, its length)): one
-# report run checks, sorts and summarizes the same cases a dozen times,
-# and with thousands of cases the checks were a third of writing them.
-_CHECKED = {}
-
-
-def _is_checked(cases):
-    hit = _CHECKED.get(id(cases))
-    return hit is not None and hit[0] is cases and hit[1] == len(cases)
-
-
-def _mark_checked(cases):
-    if len(_CHECKED) > 16:
-        _CHECKED.clear()
-    _CHECKED[id(cases)] = (cases, len(cases))
-    return cases
-
-
 def _check_cases(cases, origin="cases"):
     """Refuse malformed input with a message naming the case and field:
     a report that silently skips a case would hide a finding."""
-    if isinstance(cases, list) and _is_checked(cases):
-        return cases
     if not isinstance(cases, list):
         raise ReportError(f"{origin}: expected a list of cases, "
                           f"found {type(cases).__name__}")
@@ -131,7 +111,7 @@ def _check_cases(cases, origin="cases"):
         if cid in seen:
             raise ReportError(f"{origin}: duplicate case id '{cid}'")
         seen.add(cid)
-    return _mark_checked(cases)
+    return cases
 
 
 def _check_lessons(lessons):
@@ -151,8 +131,7 @@ def _check_lessons(lessons):
 
 
 def _sorted(cases):
-    out = sorted(cases, key=lambda c: c["id"])
-    return _mark_checked(out) if _is_checked(cases) else out
+    return sorted(cases, key=lambda c: c["id"])
 
 
 def status(case):

@@ -201,7 +201,7 @@ class Outcome:
         """The records of the faulted calls and the crashes."""
         if self.trace is not None:
             return self.trace.faulted()
-        return [r for r in self.records if r["ev"] == "crash" or r.get("fault")]
+        return trace.faulted(self.records)
 
     @property
     def workdir(self):
@@ -593,6 +593,7 @@ class Judge:
         self.combos = {c.prefix: c for c in combos(specs)}
         self._explored = {}
         self.hold = False           # keep the last case's scratch (replay)
+        self._work = None
         # Where fault cases run, one scratch reused case after case (the
         # caller removes the root at the end); None: a fresh one per case.
         self.scratch_root = None
@@ -600,6 +601,14 @@ class Judge:
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
+    @property
+    def work(self):
+        """settings.work, resolved once (it is a link into scratch), on
+        first use: after the enumeration made it."""
+        if self._work is None:
+            self._work = self.settings.work
+        return self._work
+
     def contract(self, combo):
         return combo.spec.contract
 
@@ -612,7 +621,7 @@ class Judge:
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)
         if key not in self._explored:
-            out = load_run(self.settings.work / combo.prefix)
+            out = load_run(self.work / combo.prefix)
             self._explored[key] = (out, self.explore(
                 out, model, out.run.status == 0, target_name(combo.spec)))
         return self._explored[key]
@@ -672,7 +681,7 @@ class Judge:
             verdict = oracle.judge(oracle.Outcome(skip=case.skip, **base))
             return self.result(case, combo, verdict, None, states=0)
         if case.error:
-            out = load_run(self.settings.work / combo.prefix)
+            out = load_run(self.work / combo.prefix)
             verdict = oracle.Verdict("harness-error", case.error, (
                 "The baseline run's trace shows nothing the program did to "
                 "its files, so no fault could reach it and no power cut "
@@ -691,7 +700,7 @@ class Judge:
             return self.result(case, combo, verdict, out, states=len(st),
                                 keep=False)
         if case.kind == "baseline":
-            out = load_run(self.settings.work / combo.prefix)
+            out = load_run(self.work / combo.prefix)
             self.last_out = out
             return self.judge_run(case, combo, out, base, keep=False)
         scratch, reuse = self.scratch_for(combo)
@@ -833,7 +842,7 @@ class Judge:
         if out is not None and keep and (finding or self.settings.keep):
             res["dir"] = save_case_dir(
                 self.settings.out, res, out,
-                [fmt(r) for r in out.records if r["ev"] in ("call", "crash")],
+                [fmt(r) for r in trace.steps(out.records)],
                 combo)
         return res
 
@@ -849,8 +858,7 @@ def excerpt_around(out, call):
     calls."""
     if out.trace is not None:
         return out.trace.around(call, EXCERPT_LINES)
-    return trace.window([r for r in out.records if r["ev"] in ("call", "crash")],
-                        call, EXCERPT_LINES)
+    return trace.window(trace.steps(out.records), call, EXCERPT_LINES)
 
 
 def expect_dict(e):

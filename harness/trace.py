@@ -113,8 +113,7 @@ class Lazy:
                     if ev == b"crash" or b'"fault":' in line]
             got = self._parse(want)
             if got is None:
-                got = [r for r in self.records
-                       if r["ev"] == "crash" or r.get("fault")]
+                got = faulted(self.records)
             self._faulted = got
         return self._faulted
 
@@ -138,8 +137,17 @@ class Lazy:
             got = self._parse(idx[start:start + count])
             if got is not None:
                 return got
-        return window([r for r in self.records if r["ev"] in ("call", "crash")],
-                      call, count)
+        return window(steps(self.records), call, count)
+
+
+def faulted(records):
+    """The records of the calls a fault fired on, and crash records."""
+    return [r for r in records if r["ev"] == "crash" or r.get("fault")]
+
+
+def steps(records):
+    """The call and crash records: what the program did, as shown."""
+    return [r for r in records if r["ev"] in ("call", "crash")]
 
 
 def window(records, call, count):
