@@ -188,8 +188,16 @@ def _parse_fast(data):
     if _SURROGATE.search(data):
         return None
     records = []
+    write_line = _WRITE_LINE.fullmatch
     for line in text.split("\n"):
         if not line:
+            continue
+        m = write_line(line)
+        if m is not None:
+            rec = _write_record(m)
+            if rec is None:
+                return None
+            records.append(rec)
             continue
         # the library's lines: one object, no space around it
         if line[0] != "{" or line[-1] != "}":
@@ -207,6 +215,49 @@ def _parse_fast(data):
                 rec[key] = os.path.normpath(p)
         records.append(rec)
     return records
+
+
+# The line of a write the library recorded as a range, the most common
+# line of a long trace: matched whole, it is valid JSON of the shape and
+# types _valid_fast accepts (no escapes in the path, integers without
+# leading zeros, lowercase hex), so it is built without the JSON scanner
+# and checked for the two things a pattern cannot say (the data's length,
+# the range within the size). Anything else goes the general way.
+_UINT = r"(0|[1-9][0-9]*)"
+_INT = r"(-?(?:0|[1-9][0-9]*))"
+_WRITE_LINE = re.compile(
+    r'\{"ev":"call","seq":' + _UINT + r',"pid":' + _INT
+    + r',"call":"(write|pwrite|pwrite64|writev|pwritev)","n":([1-9][0-9]*)'
+    r',"fd":' + _UINT + r',"path":"([^"\\\x00-\x1f]*)","ino":' + _UINT
+    + r',"off":' + _INT + r',"len":' + _INT
+    + r',"flags":\[((?:"[A-Z_]+"(?:,"[A-Z_]+")*)?)\],"ret":' + _INT
+    + r',"errno":' + _INT + r',"snap":\{"files":\{"([0-9]+)":\{"size":'
+    + _UINT + r',"off":' + _UINT + r',"len":' + _UINT
+    + r',(?:"data":"([0-9a-f]*)"|"hash":"([0-9a-f]{16})")\}\}\}\}')
+
+
+def _write_record(m):
+    """The record of a _WRITE_LINE match, as json and _valid_fast would
+    make it, or None when it would not pass."""
+    (seq, pid, call, n, fd, path, ino, off, length, flags, ret, err, key,
+     size, roff, rlen, data, h) = m.groups()
+    size, roff, rlen = int(size), int(roff), int(rlen)
+    if roff + rlen > size or (data is not None and len(data) != 2 * rlen):
+        return None
+    if path.startswith("/") and ("/." in path or "//" in path
+                                 or path.endswith("/")):
+        path = os.path.normpath(path)
+    entry = {"size": size, "off": roff, "len": rlen}
+    if data is not None:
+        entry["data"] = data
+    else:
+        entry["hash"] = h
+    return {"ev": "call", "seq": int(seq), "pid": int(pid), "call": call,
+            "n": int(n), "fd": int(fd), "path": path, "ino": int(ino),
+            "off": int(off), "len": int(length),
+            "flags": flags[1:-1].split('","') if flags else [],
+            "ret": int(ret), "errno": int(err),
+            "snap": {"files": {key: entry}}}
 
 
 def _parse_checked(data, name):

@@ -252,6 +252,109 @@ def test_execd_process_snapshots_whole_first(tmp_path, built):
     assert [r["seq"] in ranges for r in writes] == [False, True, False, True]
 
 
+# --- the replay's plain-write path -----------------------------------------
+
+def explored(records, snapdir, model, only_exit=False, exit_ok=True, cap=64):
+    points = explorer.explore(records, snapdir, model, "target", cap=cap,
+                              exit_ok=exit_ok, only_exit=only_exit)
+    return [(p.label, p.claimed, [(s.label, s.key, s.why, s.rule)
+                                  for s in p.states]) for p in points]
+
+
+def replay_both_ways(monkeypatch, records, snapdir, exit_ok=True):
+    """Explore RECORDS (every point, and the after-exit point alone)
+    with the explorer's plain-write path and without it: the results
+    must be equal. Returns how many records took the plain path."""
+    plain = explorer._World._plain_write
+    hits = []
+
+    def counted(world, rec):
+        done = plain(world, rec)
+        hits.append(done)
+        return done
+
+    runs = {}
+    for way, fn in (("plain", counted), ("general", lambda world, rec: False)):
+        monkeypatch.setattr(explorer._World, "_plain_write", fn)
+        # a cap of 3 samples the states, drawn with the index of the
+        # first point since the last change: a change must count as one
+        # both ways
+        runs[way] = [explored(records, snapdir, m, only, exit_ok, cap)
+                     for m in explorer.MODELS for only in (False, True)
+                     for cap in (64, 3)]
+    monkeypatch.setattr(explorer._World, "_plain_write", plain)
+    for got, want in zip(runs["plain"], runs["general"]):
+        assert [p[:2] for p in got] == [p[:2] for p in want]
+        for g, w in zip(got, want):
+            assert g == w, f"{g[0]}: crash states differ"
+    return sum(hits)
+
+
+@pytest.mark.parametrize("name", sorted(CORNERS))
+def test_plain_writes_replay_as_the_general_way(tmp_path, built, name,
+                                                monkeypatch):
+    """The explorer replays the common write (a range, no sync flag, no
+    lost block) by a shorter path; on every corner of the write family
+    it must build the same crash states, point by point."""
+    steps, plan = CORNERS[name]
+    argv = [built["ops"]] + [str(w) for step in steps for w in step]
+    run = Run(tmp_path, argv, "range", plan, old=payload.make(6000, 1))
+    hits = replay_both_ways(monkeypatch, run.records, run.snapdir,
+                            exit_ok=run.run.status == 0)
+    # a corner recorded with ranges has writes the plain path takes
+    assert (hits > 0) == bool(run.ranges()), hits
+
+
+def test_plain_writes_of_a_thousand_pieces(tmp_path, built, monkeypatch):
+    run = Run(tmp_path, [built["bench-writer"], 300, "target", "../in/new"],
+              "range", old=payload.make(4096, 1), new=payload.make(20000, 2))
+    assert run.run.status == 0, run.run.stderr_text()
+    assert replay_both_ways(monkeypatch, run.records, run.snapdir) == 8 * 300
+
+
+def range_line(seq, n, off, data, size, call="write", ret=None, extra=b""):
+    ret = len(data) if ret is None else ret
+    return (b'{"ev":"call","seq":%d,"call":"%s","n":%d,"fd":3,'
+            b'"path":"/w/target","ino":7,"off":%d,"len":%d,"ret":%d,'
+            b'"errno":0%s,"snap":{"files":{"7":{"size":%d,"off":%d,'
+            b'"len":%d,"data":"%s"}}}}\n'
+            % (seq, call.encode(), n, off, len(data), ret, extra, size, off,
+               len(data), data.hex().encode()))
+
+
+def test_plain_writes_around_lost_blocks_and_shrinking(monkeypatch):
+    """The cases the plain path must leave to the general one: a block
+    lost by a failed fsync, a range that shrinks the file, sync flags;
+    and the ones it takes: a rewrite of the same bytes (no change, so
+    the sampling index stays), a range past the end (a hole)."""
+    B = explorer.BLOCK
+    init = (b'{"ev":"init","seq":0,"watch":"/w","snap":{"dir":{"target":7},'
+            b'"files":{"7":{"size":5,"hash":"0000000000000001"}}}}\n')
+    lines = [init,
+             range_line(1, 1, 0, b"a" * B, B),
+             b'{"ev":"call","seq":2,"call":"fsync","n":1,"fd":3,"ino":7,'
+             b'"path":"/w/target","ret":-1,"errno":5,'
+             b'"fault":{"rule":0,"action":"EIO"}}\n',     # block 0 lost
+             range_line(3, 2, B, b"b" * B, 2 * B),
+             range_line(4, 3, 10, b"c" * 5, 2 * B),         # rewrites it
+             range_line(5, 4, 10, b"c" * 5, 2 * B),         # same bytes
+             range_line(6, 5, 3 * B, b"d" * 7, 3 * B + 7),  # a hole
+             range_line(7, 6, 0, b"e" * 3, 3 * B + 7,
+                        extra=b',"flags":["O_DSYNC"]'),
+             range_line(8, 7, 0, b"f" * 2, 2, call="pwrite"),  # shrinks
+             range_line(9, 8, 1, b"g" * 9, 10, extra=b',"flags":["O_APPEND"]'),
+             b'{"ev":"call","seq":10,"call":"fsync","n":2,"fd":3,"ino":7,'
+             b'"path":"/w/target","ret":0,"errno":0}\n',
+             range_line(11, 9, 10, b"h" * 30, 40),
+             # another process made the file longer still
+             range_line(12, 10, 0, b"i" * 4, 50)]
+    records = trace_mod.parse(b"".join(lines))
+    hits = replay_both_ways(monkeypatch, records, blobs)
+    # per round: seq 1, 5, 6, 9, 11 and 12 (3 and 4 meet a lost block,
+    # 7 syncs, 8 shrinks)
+    assert hits == 8 * 6
+
+
 # --- the range form of the trace -------------------------------------------
 
 INIT = (b'{"ev":"init","seq":0,"watch":"/w","snap":{"dir":{"target":7},'
