@@ -18,6 +18,7 @@ readlink(/proc/self/fd/N) would.
 
 import errno
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -451,22 +452,39 @@ def test_explorer_refuses_a_range_it_cannot_apply(lines, problem):
     assert str(e.value) == problem
 
 
-def test_fast_and_checked_readers_agree(tmp_path, built):
+@pytest.mark.parametrize("size", [5000, 50000])
+def test_fast_and_checked_readers_agree(tmp_path, built, size):
     # The fast path must accept exactly what the checked one accepts: a
-    # real trace, and the same trace made wrong in ways only the checked
-    # one words.
+    # real trace (its writes' bytes in the lines, or in blobs), and the
+    # same trace made wrong in ways only the checked one words.
     run = Run(tmp_path / "r", [built["bench-writer"], 10, "target",
                                "../in/new"], "range",
-              new=payload.make(5000, 2))
+              new=payload.make(size, 2))
     data = (tmp_path / "r" / "trace.jsonl").read_bytes()
     assert trace_mod._parse_fast(data) is not None
     want = trace_mod._parse_checked(data, "t")
     want.sort(key=lambda r: r["seq"])
     assert trace_mod.parse(data) == want
+    writes = [line for line in data.split(b"\n")
+              if trace_mod._WRITE_LINE.fullmatch(line.decode())]
+    assert len(writes) == 10, "the write lines are not of the fast shape"
+    line = writes[3]
+    entry = line[line.index(b'"snap":'):]
     for bad in (data.replace(b'"ret":', b'"ret":true,"x":', 1),
                 data.replace(b'"len":', b'"len":-', 1) + b"{}\n",
                 data.replace(b'"pid":', b'"pid": ', 1),
-                data.replace(b"\n", b"\n\n  ", 1)):
+                data.replace(b"\n", b"\n\n  ", 1),
+                # write lines of the fast shape, wrong where only
+                # numbers or lengths tell
+                data.replace(line, line.replace(b'"seq":', b'"seq":0', 1)),
+                data.replace(line, line.replace(entry, re.sub(
+                    rb'"size":\d+', b'"size":1', entry))),     # < off+len
+                data.replace(line, line.replace(entry, re.sub(
+                    rb'"size":(\d+)', rb'"size":1\1', entry))),  # larger
+                data.replace(line, line.replace(b'"}}}}', b'0"}}}}')),
+                data.replace(line, line.replace(b'","ino"', b'/./x","ino"')),
+                data.replace(line, line.replace(b'"flags":[]',
+                                                b'"flags":["O_APPEND"]'))):
         try:
             want = trace_mod._parse_checked(bad, "t")
         except trace_mod.TraceError as e:
