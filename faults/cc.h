@@ -91,6 +91,7 @@ struct cc_rec {
 	int snap;		/* SNAP_* */
 	int snap_fd;		/* readable fd of the touched file, -1 = by path */
 	bool snap_fd_borrowed;	/* snap_fd is the program's or a kept one: not closed after */
+	bool snap_fd_kept;	/* snap_fd is a kept reader, not yet checked (cc_fd_reader) */
 	/* SNAP_RANGE: what the write call was handed, to check the bytes read back */
 	const void *buf;	/* the buffer, or NULL with iov */
 	const struct iovec *iov;	/* the vector as passed down */
@@ -114,8 +115,10 @@ void cc_fd_path(int fd, char *buf, size_t size);
 void cc_fd_path_st(int fd, const struct stat *st, char *buf, size_t size);
 /* fd was closed, or now names another open file: drop what is cached about it */
 void cc_fd_forget(int fd);
-/* a kept read-only descriptor of the file open at FD (fstat ST), -1 = none */
-int cc_fd_reader(int fd, const struct stat *st);
+/* a kept read-only descriptor of the file open at FD (fstat ST), -1 = none;
+ * unchecked: fstat it before use, and if it is not on ST's inode ask again
+ * with it as STALE (-1 the first time) */
+int cc_fd_reader(int fd, const struct stat *st, int stale);
 /* a name changed somewhere in the process tree (rename, unlink): every
  * cached path may be stale */
 void cc_names_changed(void);

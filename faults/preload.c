@@ -320,7 +320,7 @@ static void rec_init(struct cc_rec *r, int call)
 	r->err = 0;
 	r->snap = 0;
 	r->snap_fd = -1;
-	r->snap_fd_borrowed = false;
+	r->snap_fd_borrowed = r->snap_fd_kept = false;
 	r->dev = 0;
 	r->has_st = false;
 	r->fdflags = -1;
@@ -443,10 +443,12 @@ static void snap_write(struct cc_rec *r, int fd, const void *buf,
 		/* a descriptor open for reading reads back as it is (O_DIRECT
 		 * would want aligned reads); else a kept one of ours */
 		if (r->fdflags >= 0 && (r->fdflags & O_ACCMODE) == O_RDWR &&
-		    !(r->fdflags & O_DIRECT))
+		    !(r->fdflags & O_DIRECT)) {
 			r->snap_fd = fd;
-		else
-			r->snap_fd = cc_fd_reader(fd, &r->st);
+		} else {
+			r->snap_fd = cc_fd_reader(fd, &r->st, -1);
+			r->snap_fd_kept = r->snap_fd >= 0;
+		}
 		if (r->snap_fd >= 0) {
 			r->snap_fd_borrowed = true;
 			r->snap |= SNAP_FILE;
@@ -613,27 +615,63 @@ static void finish(struct cc_rec *r, int err, int e)
 	errno = e;
 }
 
-static long long cur_pos(int fd)
+/*
+ * Where the bytes of a write() or writev() go, in one lseek. Without
+ * O_APPEND they go at the position before the call: on a regular file
+ * that is the whole answer. O_APPEND moves them to the end, so only the
+ * position after the call tells (off = after - ret); a failed or empty
+ * call leaves the position where it was, so "after" is also "before"
+ * then. Anything else (flags unknown, a device whose position does not
+ * move as a file's does) asks both times, as the trace always has. An
+ * offset that is wrong anyway (another holder of the open file moved it
+ * in between) never becomes a wrong range: the range snapshot reads the
+ * bytes back at off and takes the whole file when they differ.
+ */
+enum { POS_BEFORE, POS_AFTER, POS_BOTH };
+
+static int pos_plan(const struct cc_rec *r)
 {
-	return cc.trace ? syscall(SYS_lseek, fd, 0, SEEK_CUR) : -1;
+	if (r->fdflags < 0)
+		return POS_BOTH;
+	if (r->fdflags & O_APPEND)
+		return POS_AFTER;
+	return r->is_reg ? POS_BEFORE : POS_BOTH;
+}
+
+static long long cur_pos(const struct cc_rec *r, int fd)
+{
+	if (!cc.trace || pos_plan(r) == POS_AFTER)
+		return -1;
+	return syscall(SYS_lseek, fd, 0, SEEK_CUR);
 }
 
 /*
- * Where the bytes of a write went: O_APPEND moves them to the end, so the
- * offset after the call is the one that tells. True when it was measured
- * that way (a range snapshot needs it).
+ * Set the offset of a write() or writev() that returned RET from BEFORE
+ * (cur_pos) and, where pos_plan() says, the position after the call. True
+ * when off is where the bytes went (a range snapshot needs it).
  */
 static bool write_off(struct cc_rec *r, int fd, long long before, long long ret)
 {
+	int how = pos_plan(r);
 	long long after;
 
 	if (!cc.trace)
 		return false;
-	if (ret > 0 && (after = syscall(SYS_lseek, fd, 0, SEEK_CUR)) >= 0) {
+	if (how == POS_BEFORE) {
+		if (before < 0)
+			return false;
+		r->off = before;
+		r->has_off = true;
+		return ret > 0;
+	}
+	after = syscall(SYS_lseek, fd, 0, SEEK_CUR);
+	if (ret > 0 && after >= 0) {
 		r->off = after - ret;
 		r->has_off = true;
 		return true;
 	}
+	if (how == POS_AFTER)
+		before = after;
 	if (before >= 0) {
 		r->off = before;
 		r->has_off = true;
@@ -670,7 +708,7 @@ ssize_t write(int fd, const void *buf, size_t count)
 	e = errno;
 	rec_init(&r, CALL_write);
 	use_fd(&r, fd, true);
-	pos = cur_pos(fd);
+	pos = cur_pos(&r, fd);
 	pre(&r);
 	pass = shorten(&r, fd, count);
 	arm(&r);
@@ -773,7 +811,7 @@ static ssize_t do_writev(int call, int fd, const struct iovec *iov, int cnt,
 
 	rec_init(&r, call);
 	use_fd(&r, fd, true);
-	pos = has_off ? off : cur_pos(fd);
+	pos = has_off ? off : cur_pos(&r, fd);
 	pre(&r);
 	pass = shorten(&r, fd, total);
 	if (pass < total) {

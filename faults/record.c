@@ -12,6 +12,14 @@
  * open (trace_fd), and a descriptor's path comes from a cache that the
  * fstat the wrapper makes anyway proves current (fd_cache). Each shortcut
  * falls back to the old, whole way whenever it cannot prove itself.
+ *
+ * What is left per call is system calls, each as dear as a small write.
+ * A write recorded as a range makes seven besides its own: fstat, F_GETFL
+ * and lseek before it (preload.c: the "before" state, the flags the line
+ * names, the offset), then the fstat and pread of the read-back
+ * descriptor (the size after the call, and the proof), the trace's fstat
+ * guard and the line. tests/test_recorder.py counts them; the line itself
+ * is built without stdio or malloc (struct sb).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -65,16 +73,25 @@ static void fill_stat(const struct stat *st, uint64_t *ino, int *mode, long long
 		*size = st->st_size;
 }
 
+/*
+ * fstat(2) itself where the architecture has it: a traced write makes three,
+ * and newfstatat(fd, "", AT_EMPTY_PATH) costs a fifth more (it looks at the
+ * empty name first).
+ */
 long cc_sys_fstat(int fd, struct stat *st)
 {
+#ifdef SYS_fstat
+	return syscall(SYS_fstat, fd, st);
+#else
 	return syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH);
+#endif
 }
 
 long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size)
 {
 	struct stat st;
 
-	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) < 0)
+	if (cc_sys_fstat(fd, &st) < 0)
 		return -1;
 	fill_stat(&st, ino, mode, size);
 	return 0;
@@ -245,13 +262,19 @@ void cc_fd_forget(int fd)
  * what a write put there: the program's may be write-only, and opening
  * /proc/self/fd/N again for every write costs more than the write. Kept per
  * descriptor until the program closes or replaces FD, at a high number (the
- * trace's floor) so that the program's own numbering does not change;
- * still_ours() before each use. -1 when none can be had: the caller opens
- * one of its own.
+ * trace's floor) so that the program's own numbering does not change.
+ *
+ * The kept one is handed out unchecked: the program may have closed it or
+ * dup2()ed its own file over it, so the caller fstats it before reading
+ * anything (one fstat, taken after the record's seq, which the range
+ * snapshot needs anyway for the size) and, if it is no longer on ST's
+ * inode, asks again passing it as STALE: that number is the program's now,
+ * forgotten and never closed, and a new one is opened and checked. -1 when
+ * none can be had: the caller opens one of its own.
  */
 static int trace_fd_floor(void);
 
-int cc_fd_reader(int fd, const struct stat *st)
+int cc_fd_reader(int fd, const struct stat *st, int stale)
 {
 	struct fd_cache_ent *e;
 	char proc[64];
@@ -263,12 +286,16 @@ int cc_fd_reader(int fd, const struct stat *st)
 	if (!try_lock(&e->busy))
 		return -1;
 	if (e->rdfd > 0) {
-		if (e->rd_dev == st->st_dev && e->rd_ino == st->st_ino &&
-		    still_ours(e->rdfd, e->rd_dev, e->rd_ino)) {
+		if (e->rdfd != stale && e->rd_dev == st->st_dev && e->rd_ino == st->st_ino) {
 			rd = e->rdfd;
 			goto out;
 		}
-		drop_rdfd(e);
+		/* an open descriptor never changes inode: one that failed the
+		 * check is not ours any more */
+		if (e->rdfd == stale)
+			e->rdfd = 0;
+		else
+			drop_rdfd(e);
 	}
 	floor = trace_fd_floor();
 	if (!floor)
@@ -526,58 +553,103 @@ static void hash_hex(uint64_t h, char out[17])
 }
 
 /*
- * A growing text buffer for one trace line. On allocation failure it stops
- * growing and the line is dropped with a warning: a half line would be read
- * as a corrupt trace.
+ * The text of one trace line. It starts in the caller's stack frame, which
+ * holds every line a write makes (a path, a range of up to CC_INLINE_MAX
+ * bytes as hex), and moves to the heap only for a longer one: a walk of a
+ * large directory, a long path. No stdio: the line is a few integers and
+ * strings, and vsnprintf plus a malloc per line cost more than the rest of
+ * the line together. On allocation failure it stops growing and the line
+ * is dropped with a warning: a half line would be read as a corrupt trace.
  */
+#define SB_STACK 4096
+
 struct sb {
-	char *buf;
-	size_t len, cap;
+	char *buf;		/* stack, or heap when heap */
+	size_t len, cap;	/* bytes written, bytes buf holds */
 	bool oom;
+	bool heap;
+	char stack[SB_STACK];
 };
 
-static void sb_grow(struct sb *sb, size_t more)
+static void sb_init(struct sb *sb)
 {
-	size_t want;
+	sb->buf = sb->stack;
+	sb->len = 0;
+	sb->cap = sizeof(sb->stack);
+	sb->oom = sb->heap = false;
+}
+
+static void sb_release(struct sb *sb)
+{
+	if (sb->heap)
+		free(sb->buf);
+	sb_init(sb);
+}
+
+static void __attribute__((noinline)) sb_grow_slow(struct sb *sb, size_t more)
+{
+	size_t want = sb->cap * 2;
 	char *p;
 
-	if (sb->oom || sb->len + more + 1 <= sb->cap)
-		return;
-	want = sb->cap ? sb->cap * 2 : 1024;
 	while (want < sb->len + more + 1)
 		want *= 2;
-	p = realloc(sb->buf, want);
+	p = sb->heap ? realloc(sb->buf, want) : malloc(want);
 	if (!p) {
 		sb->oom = true;
 		return;
 	}
+	if (!sb->heap)
+		memcpy(p, sb->buf, sb->len);
 	sb->buf = p;
 	sb->cap = want;
+	sb->heap = true;
 }
 
-static void sb_add(struct sb *sb, const char *s, size_t len)
+/* room for MORE bytes and a NUL (plan_json_quote writes one), or oom */
+static inline void sb_grow(struct sb *sb, size_t more)
+{
+	if (!sb->oom && sb->len + more + 1 > sb->cap)
+		sb_grow_slow(sb, more);
+}
+
+static inline void sb_add(struct sb *sb, const char *s, size_t len)
 {
 	sb_grow(sb, len);
 	if (sb->oom)
 		return;
 	memcpy(sb->buf + sb->len, s, len);
 	sb->len += len;
-	sb->buf[sb->len] = '\0';
 }
 
-static void sb_addf(struct sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a string literal */
+#define sb_lit(sb, s) sb_add((sb), "" s, sizeof(s) - 1)
 
-static void sb_addf(struct sb *sb, const char *fmt, ...)
+static inline void sb_str(struct sb *sb, const char *s)
 {
-	char tmp[256];
-	va_list ap;
-	int n;
+	sb_add(sb, s, strlen(s));
+}
 
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb_add(sb, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+/* V in decimal, as printf's %llu */
+static void sb_u64(struct sb *sb, uint64_t v)
+{
+	char tmp[20], *p = tmp + sizeof(tmp);
+
+	do {
+		*--p = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	sb_add(sb, p, tmp + sizeof(tmp) - p);
+}
+
+/* V in decimal, as printf's %lld */
+static void sb_i64(struct sb *sb, long long v)
+{
+	if (v < 0) {
+		sb_lit(sb, "-");
+		sb_u64(sb, -(uint64_t)v);
+	} else {
+		sb_u64(sb, v);
+	}
 }
 
 /* LEN bytes of DATA as lowercase hex digits */
@@ -585,21 +657,49 @@ static void sb_hex(struct sb *sb, const void *data, size_t len)
 {
 	static const char digit[] = "0123456789abcdef";
 	const uint8_t *p = data;
+	char *o;
 
 	sb_grow(sb, 2 * len);
 	if (sb->oom)
 		return;
+	/* through a local pointer: a store through sb->buf could alias sb->len */
+	o = sb->buf + sb->len;
 	for (size_t i = 0; i < len; i++) {
-		sb->buf[sb->len++] = digit[p[i] >> 4];
-		sb->buf[sb->len++] = digit[p[i] & 15];
+		*o++ = digit[p[i] >> 4];
+		*o++ = digit[p[i] & 15];
 	}
-	sb->buf[sb->len] = '\0';
+	sb->len += 2 * len;
 }
 
+/*
+ * S as a JSON string, exactly as plan_json_quote() writes it (the harness
+ * and the tests compare traces byte for byte). A path almost never needs an
+ * escape: printable ASCII other than '"' and '\' is copied while it is
+ * checked, in one pass; anything else is left to plan_json_quote, which
+ * measures first and writes second.
+ */
 static void sb_quote(struct sb *sb, const char *s)
 {
-	size_t len = strlen(s), need = 0;
+	size_t len = strlen(s), need = 0, i;
+	char *p;
 
+	sb_grow(sb, len + 2);
+	if (sb->oom)
+		return;
+	p = sb->buf + sb->len;
+	*p++ = '"';
+	for (i = 0; i < len; i++) {
+		unsigned char c = s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			break;
+		p[i] = c;
+	}
+	if (i == len) {
+		p[len] = '"';
+		sb->len += len + 2;
+		return;
+	}
 	plan_json_quote(NULL, 0, &need, s, len);
 	sb_grow(sb, need);
 	if (sb->oom)
@@ -675,10 +775,16 @@ out:
 	return ret;
 }
 
-/* Read LEN bytes of FD at OFF into a new buffer; fewer when the file ends. */
-static char *read_at(int fd, long long off, long long len, long long *got)
+/*
+ * Read LEN bytes of FD at OFF; fewer when the file ends. Into SMALL (of
+ * SMALL_LEN bytes) when they fit, else into a new buffer: free the result
+ * when it is not SMALL.
+ */
+static char *read_at(int fd, long long off, long long len, long long *got,
+		     char *small, size_t small_len)
 {
-	char *data = malloc(len ? len : 1);
+	char *data = small && (unsigned long long)len <= small_len ? small :
+		     malloc(len ? len : 1);
 
 	*got = 0;
 	if (!data)
@@ -688,7 +794,8 @@ static char *read_at(int fd, long long off, long long len, long long *got)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			free(data);
+			if (data != small)
+				free(data);
 			return NULL;
 		}
 		if (n == 0)
@@ -699,33 +806,76 @@ static char *read_at(int fd, long long off, long long len, long long *got)
 }
 
 /*
- * "1234":{"size":5,"hash":"9f..."} for the regular file open at FD, read
- * whole: the workloads' files are megabytes at most, and one read keeps
- * hash and copy of the same bytes.
+ * "1234":{"size":5,"hash":"9f..."} for the regular file open at FD, whose
+ * fstat is ST, read whole: the workloads' files are megabytes at most, and
+ * one read keeps hash and copy of the same bytes.
  */
-static void snap_file_fd(struct sb *sb, int fd, const struct stat *want, bool *first)
+static void snap_file_fd(struct sb *sb, int fd, const struct stat *st, bool *first)
 {
-	struct stat st;
 	long long got;
 	char hex[17], *data;
 
-	if (cc_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (!S_ISREG(st->st_mode))
 		return;
-	/* a kept descriptor another thread closed and the number reused */
-	if (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino))
-		return;
-	data = read_at(fd, 0, st.st_size, &got);
+	data = read_at(fd, 0, st->st_size, &got, NULL, 0);
 	if (!data)
 		return;
 	if (store_blob(data, got, hex) == 0) {
-		sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"hash\":\"%s\"}",
-			*first ? "" : ",", (unsigned long long)st.st_ino, got, hex);
+		if (!*first)
+			sb_lit(sb, ",");
+		sb_lit(sb, "\"");
+		sb_u64(sb, st->st_ino);
+		sb_lit(sb, "\":{\"size\":");
+		sb_i64(sb, got);
+		sb_lit(sb, ",\"hash\":\"");
+		sb_add(sb, hex, 16);
+		sb_lit(sb, "\"}");
 		*first = false;
 		/* the fstat came first: a change after it shows next time */
-		if (got == st.st_size)
-			known_set(&st);
+		if (got == st->st_size)
+			known_set(st);
 	}
 	free(data);
+}
+
+/*
+ * Fstat R's snap_fd into ST, after the record's seq: the one fstat a file
+ * snapshot makes. A borrowed descriptor (the program's, or a kept reader)
+ * must still be on the inode the call wrote, or nothing is read from it:
+ * a kept reader the program closed or dup2()ed over is replaced (see
+ * cc_fd_reader), and when no reader can be had a fresh descriptor of the
+ * program's FD, closed after, still gives the whole snapshot. False: no
+ * descriptor of the file the call wrote can be had, no snapshot.
+ */
+static bool snap_fd_stat(struct cc_rec *r, struct stat *st)
+{
+	char proc[64];
+	int fd;
+
+	if (cc_sys_fstat(r->snap_fd, st) == 0 &&
+	    (!r->snap_fd_borrowed || !r->has_st ||
+	     (st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino)))
+		return true;
+	if (!r->snap_fd_borrowed || !r->has_st)
+		return false;
+	if (r->snap_fd_kept) {
+		fd = cc_fd_reader(r->fd, &r->st, r->snap_fd);
+		if (fd >= 0 && cc_sys_fstat(fd, st) == 0 &&
+		    st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino) {
+			r->snap_fd = fd;
+			return true;
+		}
+	}
+	r->snap_fd = -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
+	fd = cc_sys_open(proc, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	/* the caller closes it, whatever comes of it */
+	r->snap_fd = fd;
+	r->snap_fd_borrowed = r->snap_fd_kept = false;
+	return cc_sys_fstat(fd, st) == 0 && st->st_dev == r->st.st_dev &&
+	       st->st_ino == r->st.st_ino;
 }
 
 /* the first LEN bytes the call handed down equal DATA */
@@ -756,43 +906,51 @@ static bool handed_down(const struct cc_rec *r, const char *data, long long len)
  * (known_current), or the bytes read back are not the ones the call was
  * handed (another writer got in between, or off is wrong).
  */
-static bool snap_range(struct sb *sb, const struct cc_rec *r, bool *first)
+static bool snap_range(struct sb *sb, const struct cc_rec *r, const struct stat *st,
+		       bool *first)
 {
 	long long off = r->off, len = r->ret, got;
-	struct stat st;
-	char hex[17], *data = NULL;
+	char hex[17], small[CC_INLINE_MAX], *data = NULL;
 	bool ok = false;
 
 	if (!r->has_st || !r->off_exact || !r->has_off || off < 0 || len <= 0 ||
 	    r->snap_fd < 0 || tainted(r->st.st_dev, r->st.st_ino) ||
 	    !known_current(&r->st))
 		return false;
-	if (cc_sys_fstat(r->snap_fd, &st) < 0 || st.st_dev != r->st.st_dev ||
-	    st.st_ino != r->st.st_ino || off + len > st.st_size)
+	if (st->st_dev != r->st.st_dev || st->st_ino != r->st.st_ino ||
+	    off + len > st->st_size)
 		return false;
-	data = read_at(r->snap_fd, off, len, &got);
+	data = read_at(r->snap_fd, off, len, &got, small, sizeof(small));
 	if (!data || got != len || !handed_down(r, data, len))
 		goto out;
+	/* small: the bytes go in the line, as hex; a file of their own
+	 * would cost more than the write (create, write, rename) */
+	if (len > CC_INLINE_MAX && store_blob(data, len, hex) < 0)
+		goto out;
+	if (!*first)
+		sb_lit(sb, ",");
+	sb_lit(sb, "\"");
+	sb_u64(sb, st->st_ino);
+	sb_lit(sb, "\":{\"size\":");
+	sb_i64(sb, st->st_size);
+	sb_lit(sb, ",\"off\":");
+	sb_i64(sb, off);
+	sb_lit(sb, ",\"len\":");
+	sb_i64(sb, len);
 	if (len <= CC_INLINE_MAX) {
-		/* small: the bytes go in the line, as hex; a file of their own
-		 * would cost more than the write (create, write, rename) */
-		sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"off\":%lld,\"len\":%lld,\"data\":\"",
-			*first ? "" : ",", (unsigned long long)st.st_ino,
-			(long long)st.st_size, off, len);
+		sb_lit(sb, ",\"data\":\"");
 		sb_hex(sb, data, len);
-		sb_add(sb, "\"}", 2);
 	} else {
-		if (store_blob(data, len, hex) < 0)
-			goto out;
-		sb_addf(sb, "%s\"%llu\":{\"size\":%lld,\"off\":%lld,\"len\":%lld,\"hash\":\"%s\"}",
-			*first ? "" : ",", (unsigned long long)st.st_ino,
-			(long long)st.st_size, off, len, hex);
+		sb_lit(sb, ",\"hash\":\"");
+		sb_add(sb, hex, 16);
 	}
+	sb_lit(sb, "\"}");
 	*first = false;
-	known_set(&st);
+	known_set(st);
 	ok = true;
 out:
-	free(data);
+	if (data != small)
+		free(data);
 	return ok;
 }
 
@@ -835,17 +993,21 @@ static void walk_watch(struct sb *sb, bool files)
 			if (files) {
 				int fd = syscall(SYS_openat, dfd, d->d_name,
 						 O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-				if (fd >= 0) {
-					snap_file_fd(sb, fd, NULL, &first);
-					cc_sys_close(fd);
-				}
+				struct stat st;
+
+				if (fd < 0)
+					continue;
+				if (cc_sys_fstat(fd, &st) == 0)
+					snap_file_fd(sb, fd, &st, &first);
+				cc_sys_close(fd);
 				continue;
 			}
 			if (!first)
-				sb_add(sb, ",", 1);
+				sb_lit(sb, ",");
 			first = false;
 			sb_quote(sb, d->d_name);
-			sb_addf(sb, ":%llu", (unsigned long long)d->d_ino);
+			sb_lit(sb, ":");
+			sb_u64(sb, d->d_ino);
 		}
 	}
 	cc_sys_close(dfd);
@@ -853,11 +1015,11 @@ static void walk_watch(struct sb *sb, bool files)
 
 static void snap_all(struct sb *sb)
 {
-	sb_add(sb, ",\"snap\":{\"dir\":{", 16);
+	sb_lit(sb, ",\"snap\":{\"dir\":{");
 	walk_watch(sb, false);
-	sb_add(sb, "},\"files\":{", 11);
+	sb_lit(sb, "},\"files\":{");
 	walk_watch(sb, true);
-	sb_add(sb, "}}", 2);
+	sb_lit(sb, "}}");
 }
 
 static uint64_t next_seq(void)
@@ -946,12 +1108,12 @@ static void emit(struct sb *sb)
 	bool done = false;
 	int fd;
 
+	sb_lit(sb, "\n");
 	if (sb->oom) {
 		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
 			cc_warn("trace line dropped: out of memory");
 		goto out;
 	}
-	sb_add(sb, "\n", 1);
 	if (try_lock(&trace_busy)) {
 		if (!trace_fd_current())
 			trace_fd_reopen();
@@ -969,12 +1131,22 @@ static void emit(struct sb *sb)
 			cc_sys_close(fd);
 	}
 out:
-	free(sb->buf);
-	sb->buf = NULL;
+	sb_release(sb);
 }
+
+/*
+ * The process id every line carries. getpid(2) is a system call since glibc
+ * 2.25 stopped caching it, one per line; the id only changes in the child
+ * of fork, whose handler below asks again. A child made without fork's
+ * handlers (vfork, _Fork, a raw clone) writes its lines under its parent's
+ * id until it execs: the id only labels lines, nothing is matched on it.
+ * kill_self() asks the kernel, never this.
+ */
+static pid_t trace_pid;
 
 void cc_after_fork_child(void)
 {
+	trace_pid = syscall(SYS_getpid);
 	/* the child has one thread: a lock held by another one is free */
 	trace_busy = 0;
 	known_busy = 0;
@@ -984,36 +1156,42 @@ void cc_after_fork_child(void)
 
 void cc_trace_init(void)
 {
-	struct sb sb = { 0 };
+	struct sb sb;
 	char exe[CC_PATH_MAX];
 	uint64_t seq;
 	bool first;
 	long n;
 
+	trace_pid = syscall(SYS_getpid);
 	if (!cc.trace)
 		return;
+	sb_init(&sb);
 	first = __atomic_fetch_add(&cc.sh->inits, 1, __ATOMIC_SEQ_CST) == 0;
 	seq = next_seq();
 	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	sb_addf(&sb, "{\"ev\":\"init\",\"seq\":%llu,\"pid\":%ld,\"ppid\":%ld,\"exe\":",
-		(unsigned long long)seq, (long)syscall(SYS_getpid),
-		(long)syscall(SYS_getppid));
+	sb_lit(&sb, "{\"ev\":\"init\",\"seq\":");
+	sb_u64(&sb, seq);
+	sb_lit(&sb, ",\"pid\":");
+	sb_i64(&sb, trace_pid);
+	sb_lit(&sb, ",\"ppid\":");
+	sb_i64(&sb, syscall(SYS_getppid));
+	sb_lit(&sb, ",\"exe\":");
 	sb_quote(&sb, exe);
-	sb_add(&sb, ",\"plan\":", 8);
+	sb_lit(&sb, ",\"plan\":");
 	sb_quote(&sb, cc.plan_text ? cc.plan_text : "");
-	sb_add(&sb, ",\"watch\":", 9);
+	sb_lit(&sb, ",\"watch\":");
 	if (cc.watch)
 		sb_quote(&sb, cc.watch);
 	else
-		sb_add(&sb, "null", 4);
+		sb_lit(&sb, "null");
 	/*
 	 * Only the first process's listing is the durable starting state the
 	 * harness set up; an exec'd child starts somewhere in the middle.
 	 */
 	if (cc.recorder && first)
 		snap_all(&sb);
-	sb_add(&sb, "}", 1);
+	sb_lit(&sb, "}");
 	emit(&sb);
 }
 
@@ -1026,19 +1204,25 @@ static void add_oflags(struct sb *sb, int fl)
 	};
 	bool first = true;
 
-	sb_add(sb, ",\"flags\":[", 10);
+	sb_lit(sb, ",\"flags\":[");
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!(fl & names[i].bit))
 			continue;
-		sb_addf(sb, "%s\"%s\"", first ? "" : ",", names[i].name);
+		if (!first)
+			sb_lit(sb, ",");
+		sb_lit(sb, "\"");
+		sb_str(sb, names[i].name);
+		sb_lit(sb, "\"");
 		first = false;
 	}
 	/* O_SYNC is O_DSYNC plus a bit of its own */
+	if ((fl & O_DSYNC) && !first)
+		sb_lit(sb, ",");
 	if ((fl & O_SYNC) == O_SYNC)
-		sb_addf(sb, "%s\"O_SYNC\"", first ? "" : ",");
+		sb_lit(sb, "\"O_SYNC\"");
 	else if (fl & O_DSYNC)
-		sb_addf(sb, "%s\"O_DSYNC\"", first ? "" : ",");
-	sb_add(sb, "]", 1);
+		sb_lit(sb, "\"O_DSYNC\"");
+	sb_lit(sb, "]");
 }
 
 static void add_flag_list(struct sb *sb, const char *const *names, const int *bits,
@@ -1046,43 +1230,61 @@ static void add_flag_list(struct sb *sb, const char *const *names, const int *bi
 {
 	bool first = true;
 
-	sb_add(sb, ",\"flags\":[", 10);
+	sb_lit(sb, ",\"flags\":[");
 	for (size_t i = 0; i < nr; i++) {
 		if ((fl & bits[i]) != bits[i])
 			continue;
-		sb_addf(sb, "%s\"%s\"", first ? "" : ",", names[i]);
+		if (!first)
+			sb_lit(sb, ",");
+		sb_lit(sb, "\"");
+		sb_str(sb, names[i]);
+		sb_lit(sb, "\"");
 		first = false;
 	}
-	sb_add(sb, "]", 1);
+	sb_lit(sb, "]");
 }
 
 void cc_trace_call(struct cc_rec *r)
 {
-	struct sb sb = { 0 };
+	struct sb sb;
 
 	if (!cc.trace)
 		goto out;
-	sb_addf(&sb, "{\"ev\":\"call\",\"seq\":%llu,\"pid\":%ld,\"call\":\"%s\",\"n\":%lu",
-		(unsigned long long)next_seq(), (long)syscall(SYS_getpid),
-		call_table[r->call].name, r->n);
-	if (r->fd >= 0)
-		sb_addf(&sb, ",\"fd\":%d", r->fd);
+	sb_init(&sb);
+	sb_lit(&sb, "{\"ev\":\"call\",\"seq\":");
+	sb_u64(&sb, next_seq());
+	sb_lit(&sb, ",\"pid\":");
+	sb_i64(&sb, trace_pid);
+	sb_lit(&sb, ",\"call\":\"");
+	sb_str(&sb, call_table[r->call].name);
+	sb_lit(&sb, "\",\"n\":");
+	sb_u64(&sb, r->n);
+	if (r->fd >= 0) {
+		sb_lit(&sb, ",\"fd\":");
+		sb_i64(&sb, r->fd);
+	}
 	if (r->path[0]) {
-		sb_add(&sb, ",\"path\":", 8);
+		sb_lit(&sb, ",\"path\":");
 		sb_quote(&sb, r->path);
 	}
 	if (r->path2[0]) {
-		sb_add(&sb, ",\"path2\":", 9);
+		sb_lit(&sb, ",\"path2\":");
 		sb_quote(&sb, r->path2);
 	}
-	if (r->has_ino)
-		sb_addf(&sb, ",\"ino\":%llu", (unsigned long long)r->ino);
+	if (r->has_ino) {
+		sb_lit(&sb, ",\"ino\":");
+		sb_u64(&sb, r->ino);
+	}
 	if (r->is_dir)
-		sb_add(&sb, ",\"dir\":true", 11);
-	if (r->has_off)
-		sb_addf(&sb, ",\"off\":%lld", r->off);
-	if (r->has_len)
-		sb_addf(&sb, ",\"len\":%lld", r->len);
+		sb_lit(&sb, ",\"dir\":true");
+	if (r->has_off) {
+		sb_lit(&sb, ",\"off\":");
+		sb_i64(&sb, r->off);
+	}
+	if (r->has_len) {
+		sb_lit(&sb, ",\"len\":");
+		sb_i64(&sb, r->len);
+	}
 	if (r->oflags >= 0)
 		add_oflags(&sb, r->oflags);
 	if (r->msflags >= 0) {
@@ -1101,41 +1303,51 @@ void cc_trace_call(struct cc_rec *r)
 		static const int b[] = { 1, 2, 4 };
 		add_flag_list(&sb, n, b, 3, r->renflags);
 	}
-	sb_addf(&sb, ",\"ret\":%lld,\"errno\":%d", r->ret, r->err);
+	sb_lit(&sb, ",\"ret\":");
+	sb_i64(&sb, r->ret);
+	sb_lit(&sb, ",\"errno\":");
+	sb_i64(&sb, r->err);
 	if (r->rule >= 0 && r->fired) {
 		char act[32];
+
 		plan_action_str(&cc.plan.rules[r->rule], act, sizeof(act));
-		sb_addf(&sb, ",\"fault\":{\"rule\":%d,\"action\":\"%s\"}", r->rule, act);
+		sb_lit(&sb, ",\"fault\":{\"rule\":");
+		sb_i64(&sb, r->rule);
+		sb_lit(&sb, ",\"action\":\"");
+		sb_str(&sb, act);
+		sb_lit(&sb, "\"}");
 	}
 
 	if (cc.recorder && r->snap) {
 		bool first = true;
 
-		sb_add(&sb, ",\"snap\":{", 9);
+		sb_lit(&sb, ",\"snap\":{");
 		if (r->snap & (SNAP_DIR | SNAP_ALL)) {
-			sb_add(&sb, "\"dir\":{", 7);
+			sb_lit(&sb, "\"dir\":{");
 			walk_watch(&sb, false);
-			sb_add(&sb, "}", 1);
+			sb_lit(&sb, "}");
 			first = false;
 		}
 		if (r->snap & SNAP_ALL) {
-			sb_add(&sb, ",\"files\":{", 10);
+			sb_lit(&sb, ",\"files\":{");
 			walk_watch(&sb, true);
-			sb_add(&sb, "}", 1);
+			sb_lit(&sb, "}");
 		} else if ((r->snap & SNAP_FILE) && r->snap_fd >= 0) {
 			bool ffirst = true;
+			struct stat st;
 
-			sb_addf(&sb, "%s\"files\":{", first ? "" : ",");
-			if (!(r->snap & SNAP_RANGE) || cc.snap_full ||
-			    !snap_range(&sb, r, &ffirst))
-				snap_file_fd(&sb, r->snap_fd,
-					     r->snap_fd_borrowed && r->has_st ? &r->st : NULL,
-					     &ffirst);
-			sb_add(&sb, "}", 1);
+			if (!first)
+				sb_lit(&sb, ",");
+			sb_lit(&sb, "\"files\":{");
+			if (snap_fd_stat(r, &st) &&
+			    (!(r->snap & SNAP_RANGE) || cc.snap_full ||
+			     !snap_range(&sb, r, &st, &ffirst)))
+				snap_file_fd(&sb, r->snap_fd, &st, &ffirst);
+			sb_lit(&sb, "}");
 		}
-		sb_add(&sb, "}", 1);
+		sb_lit(&sb, "}");
 	}
-	sb_add(&sb, "}", 1);
+	sb_lit(&sb, "}");
 	emit(&sb);
 out:
 	if (r->snap_fd >= 0 && !r->snap_fd_borrowed)
@@ -1145,13 +1357,23 @@ out:
 
 void cc_trace_crash(const struct cc_rec *r, const char *when)
 {
-	struct sb sb = { 0 };
+	struct sb sb;
 
 	if (!cc.trace)
 		return;
-	sb_addf(&sb, "{\"ev\":\"crash\",\"seq\":%llu,\"pid\":%ld,\"call\":\"%s\",\"n\":%lu,"
-		"\"when\":\"%s\",\"rule\":%d}",
-		(unsigned long long)next_seq(), (long)syscall(SYS_getpid),
-		call_table[r->call].name, r->n, when, r->rule);
+	sb_init(&sb);
+	sb_lit(&sb, "{\"ev\":\"crash\",\"seq\":");
+	sb_u64(&sb, next_seq());
+	sb_lit(&sb, ",\"pid\":");
+	sb_i64(&sb, trace_pid);
+	sb_lit(&sb, ",\"call\":\"");
+	sb_str(&sb, call_table[r->call].name);
+	sb_lit(&sb, "\",\"n\":");
+	sb_u64(&sb, r->n);
+	sb_lit(&sb, ",\"when\":\"");
+	sb_str(&sb, when);
+	sb_lit(&sb, "\",\"rule\":");
+	sb_i64(&sb, r->rule);
+	sb_lit(&sb, "}");
 	emit(&sb);
 }
