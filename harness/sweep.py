@@ -13,6 +13,7 @@ case is then executed and judged by `execute` in whichever pytest worker
 gets it. Both sides share only the work directory on disk.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -203,11 +204,12 @@ class Outcome:
             return self.trace.faulted()
         return trace.faulted(self.records)
 
-    @property
+    # made once: a case asks for them a few times, and a Path costs
+    @functools.cached_property
     def workdir(self):
         return self.scratch / WORK
 
-    @property
+    @functools.cached_property
     def snapdir(self):
         return self.scratch / "snaps"
 

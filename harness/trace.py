@@ -530,9 +530,27 @@ def fired(records, rules):
     return [Fired(rule, len(h)) for rule, h in zip(rules, hits)]
 
 
+_short = {}     # (path, base, root) -> short_path's answer
+
+
 def short_path(path, base=None, root=None):
     """A path as the user reads it: relative to `base` (the directory the
-    program ran in) when it lies inside `root` (default: base itself)."""
+    program ran in) when it lies inside `root` (default: base itself).
+    The answers for absolute paths are kept (a relative one would depend
+    on the working directory): a sweep formats the same few paths of one
+    scratch directory in case after case."""
+    key = (path, base, root)
+    got = _short.get(key)
+    if got is None:
+        got = _short_path(path, base, root)
+        if path and path[0] == "/" and (not base or base[0] == "/"):
+            if len(_short) >= 4096:
+                _short.clear()
+            _short[key] = got
+    return got
+
+
+def _short_path(path, base, root):
     if not path:
         return "?"
     root = root or base
