@@ -77,6 +77,7 @@ import hashlib
 import itertools
 import os
 import random
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -120,7 +121,7 @@ MMAP_CALLS = frozenset(("mmap", "mmap64"))
 # calls whose size change is metadata (a journal entry) rather than data
 SIZE_CALLS = frozenset(("ftruncate", "ftruncate64", "truncate", "truncate64",
                         "fallocate", "posix_fallocate"))
-# the flags of a write that _World._plain_write replays without a look
+# the flags of a write that _plain_args lets take the short way
 _PLAIN = frozenset(("O_APPEND",))
 # errors that mean the device refused the data, not a bad argument
 HARD_ERRNOS = frozenset((5, 28, 122))   # EIO, ENOSPC, EDQUOT
@@ -208,44 +209,18 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     callable hash -> bytes; content= is the same callable, for tests.
     exit_ok says the program exited 0, which makes the after-exit point
     claimed. only_exit returns the after-exit point alone, with the same
-    states as in the full list: the trace is still replayed, but no other
-    point's states are built (the sweep judges a fault case's after-exit
-    point only, and building every point made a case's cost grow with the
-    length of its trace). blob_cache, a dict, keeps the snapshot contents
-    read for another call on the same snapshots (the sweep explores one
-    trace under each model).
+    states as in the full list (explore_exit()). blob_cache, a dict, keeps
+    the snapshot contents read for another call on the same snapshots.
     """
-    if model not in MODELS:
-        raise ExplorerError(f"unknown model '{model}' "
-                            f"(expected {' or '.join(MODELS)})")
-    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-        raise ExplorerError(f"cap must be a positive integer, not {cap!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ExplorerError(f"seed must be an integer, not {seed!r}")
-    if callable(snapdir) and content is None:
-        content, snapdir = snapdir, None
-    blobs = _Blobs(snapdir, content, blob_cache)
-    recs = _check_records(records)
+    _check_model(model)
+    if only_exit:
+        return [explore_exit(records, snapdir, (model,), target_name, cap,
+                             seed, content=content, exit_ok=exit_ok,
+                             blob_cache=blob_cache)[model]]
+    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
     init = recs[0]
     world = _World(model, blobs, init)
     builder = _Builder(world, target_name, cap, seed)
-
-    if only_exit:
-        # the same replay, without the points no one asked for: each is
-        # only noted (its index seeds the sampling of a later point)
-        builder.skip(0)
-        index = 1
-        for rec in recs[1:]:
-            ev = rec["ev"]
-            if ev == "init":
-                world.snapshot(rec)
-            elif ev != "crash":
-                world.call(rec)
-                builder.skip(index)
-                index += 1
-        world.exit()
-        return [CrashPoint("after exit", recs[-1]["seq"] + 1, bool(exit_ok),
-                           builder.states(index), None)]
     points = [CrashPoint("before first call", init["seq"], False,
                          builder.states(0), None)]
     counts = {}
@@ -265,6 +240,66 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     points.append(CrashPoint("after exit", recs[-1]["seq"] + 1, bool(exit_ok),
                              builder.states(len(points)), None))
     return points
+
+
+def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
+                 target_name: str = "target", cap: int = DEFAULT_CAP,
+                 seed: int = 0, *, content: Callable[[str], bytes] | None = None,
+                 exit_ok: bool = False, blob_cache: dict | None = None) -> dict:
+    """The after-exit crash point of a parsed trace under each of MODELS:
+    {model: CrashPoint}, each what explore() would give as the last of
+    its list. The sweep judges a fault case there alone, under each model
+    in turn; building every other point made a case's cost grow with the
+    length of its trace, so the trace is replayed with no point built,
+    once for all the models: a record is read once (a plain write's
+    range, _plain_args) and laid on each model's world."""
+    for model in models:
+        _check_model(model)
+    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
+    worlds = [_World(model, blobs, recs[0]) for model in models]
+    builders = [_Builder(w, target_name, cap, seed) for w in worlds]
+    # each point is only noted: its index seeds the sampling of the
+    # after-exit point when the world did not change since
+    for b in builders:
+        b.skip(0)
+    pairs = list(zip(worlds, builders))
+    index = 1
+    for rec in recs[1:]:
+        ev = rec["ev"]
+        if ev == "init":
+            for w in worlds:
+                w.snapshot(rec)
+        elif ev != "crash":
+            plain = _plain_args(rec) if rec["call"] in WRITE_CALLS else False
+            for w, b in pairs:
+                if not (plain and w._apply_plain(plain)):
+                    w.call(rec, False)
+                b.skip(index)
+            index += 1
+    out = {}
+    for model, w, b in zip(models, worlds, builders):
+        w.exit()
+        out[model] = CrashPoint("after exit", recs[-1]["seq"] + 1,
+                                bool(exit_ok), b.states(index), None)
+    return out
+
+
+def _check_model(model):
+    if model not in MODELS:
+        raise ExplorerError(f"unknown model '{model}' "
+                            f"(expected {' or '.join(MODELS)})")
+
+
+def _setup(records, snapdir, content, cap, seed, blob_cache):
+    """(blobs, records in seq order) for an exploration; checks the
+    arguments they come from."""
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        raise ExplorerError(f"cap must be a positive integer, not {cap!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ExplorerError(f"seed must be an integer, not {seed!r}")
+    if callable(snapdir) and content is None:
+        content, snapdir = snapdir, None
+    return _Blobs(snapdir, content, blob_cache), _check_records(records)
 
 
 def crash_points(records: Iterable[dict]) -> list:
@@ -701,6 +736,45 @@ def _dir_ops(old, new):
 
 # ---------------------------------------------------------------- replay
 
+def _plain_args(rec):
+    """What the common write record holds, read once for every world that
+    replays it: a write call that put ret > 0 bytes at off, recorded as
+    that range alone, with no sync flag and no O_DIRECT. (ino, off, ret,
+    size, hex text or None, hash or None, seq), or False for any other
+    record or any doubt (the general way then decides and words the
+    error). A world still has to agree (_World._apply_plain)."""
+    ret, off, ino = rec.get("ret"), rec.get("off"), rec.get("ino")
+    snap, flags = rec.get("snap"), rec.get("flags")
+    if type(ret) is not int or ret <= 0 or type(off) is not int \
+            or type(ino) is not int or type(snap) is not dict \
+            or len(snap) != 1 or (flags and (
+                type(flags) is not list or not _PLAIN.issuperset(flags))):
+        return False
+    files = snap.get("files")
+    if type(files) is not dict or len(files) != 1:
+        return False
+    (key, meta), = files.items()
+    if type(meta) is not dict or key != str(ino) or meta.get("off") != off \
+            or meta.get("len") != ret:
+        return False
+    size = meta.get("size")
+    if type(size) is not int or size < off + ret:
+        return False
+    text, h = meta.get("data"), meta.get("hash")
+    if text is not None:
+        # the same bytes fromhex() gives the general way, or no doubt
+        if h is not None or type(text) is not str or len(text) != 2 * ret \
+                or not _HEX.fullmatch(text):
+            return False
+        return ino, off, ret, size, text, None, rec["seq"]
+    if type(h) is not str:
+        return False
+    return ino, off, ret, size, None, h, rec["seq"]
+
+
+_HEX = re.compile(r"[0-9a-fA-F]*")
+
+
 class _World:
     """Visible and durable state of WATCH, advanced one record at a time."""
 
@@ -876,59 +950,36 @@ class _World:
         return (isinstance(path, str) and bool(self.watch)
                 and os.path.normpath(path) == os.path.normpath(self.watch))
 
-    def _plain_write(self, rec):
-        """Replay REC if it is the common write: a write call that put
-        ret > 0 bytes at off of a file the replay knows, recorded as that
-        range alone, with no sync flag, O_DIRECT or lost block involved,
-        and the file not shrinking. True when done; False (nothing done)
-        sends the record the general way, which gives the same result
-        and words any error. What the general way would do comes down to
-        the patch and the change counters."""
-        ret, off, ino = rec.get("ret"), rec.get("off"), rec.get("ino")
-        snap, flags = rec.get("snap"), rec.get("flags")
-        if type(ret) is not int or ret <= 0 or type(off) is not int \
-                or type(ino) is not int or type(snap) is not dict \
-                or len(snap) != 1 or (flags and (
-                    type(flags) is not list or not _PLAIN.issuperset(flags))):
-            return False
-        files = snap.get("files")
-        if type(files) is not dict or len(files) != 1:
-            return False
-        (key, meta), = files.items()
+    def _apply_plain(self, args):
+        """Replay a write _plain_args() read, if this world lets it take
+        the short way: the file known, no lost block, not shrinking. True
+        when done; False (nothing done) sends the record the general way,
+        which gives the same result and words any error. What the general
+        way would do comes down to the patch and the change counters."""
+        ino, off, ret, size, text, h, seq = args
         node = self.inodes.get(ino)
-        if node is None or node.lost or type(meta) is not dict \
-                or key != str(ino) or meta.get("off") != off \
-                or meta.get("len") != ret:
+        if node is None or node.lost or size < (
+                len(node._vis) if node._buf is None else len(node._buf)):
             return False
-        size = meta.get("size")
-        if type(size) is not int or size < off + ret \
-                or size < (len(node._vis) if node._buf is None
-                           else len(node._buf)):
-            return False
-        text = meta.get("data")
         if text is not None:
-            if "hash" in meta or type(text) is not str \
-                    or len(text) != 2 * ret:
-                return False
-            try:
-                data = bytes.fromhex(text)
-            except ValueError:
-                return False
-            if len(data) != ret:        # fromhex skips white space
-                return False
-        elif type(meta.get("hash")) is str:
-            data = self.blobs.get(meta["hash"], ret, rec["seq"])
+            data = bytes.fromhex(text)
         else:
-            return False
+            data = self.blobs.get(h, ret, seq)
         if node.patch(off, data, size):
             node.rev += 1
             self.gen += 1
         return True
 
-    def call(self, rec):
+    def call(self, rec, plain=None):
+        """Replay one call record; PLAIN is what _plain_args() read of it
+        when the caller already asked (False: not a plain write, or this
+        world would not take it)."""
         name = rec["call"]
-        if name in WRITE_CALLS and self._plain_write(rec):
-            return
+        if name in WRITE_CALLS:
+            if plain is None:
+                plain = _plain_args(rec)
+            if plain and self._apply_plain(plain):
+                return
         ret = rec.get("ret")
         ok = ret is None or (isinstance(ret, int) and ret >= 0)
         flags = set(rec.get("flags") or ())

@@ -614,11 +614,10 @@ class Judge:
     def contract(self, combo):
         return combo.spec.contract
 
-    def explore(self, out, model, exit_ok, target=TARGET, only_exit=False):
+    def explore(self, out, model, exit_ok, target=TARGET):
         return explorer.explore(out.records, out.snapdir, model, target,
                                 cap=self.settings.cap, seed=self.settings.seed,
-                                exit_ok=exit_ok, only_exit=only_exit,
-                                blob_cache=out.blobs)
+                                exit_ok=exit_ok, blob_cache=out.blobs)
 
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)
@@ -776,10 +775,13 @@ class Judge:
         # a missing directory fsync shows. The first model that finds
         # something decides.
         if verdict.ok and run.status == 0:
+            # one replay of the trace gives every model's after-exit point
+            exits = explorer.explore_exit(
+                out.records, out.snapdir, self.settings.models,
+                target_name(combo.spec), cap=self.settings.cap,
+                seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
             for m in self.settings.models:
-                states = self.states(combo, self.explore(
-                    out, m, True, target_name(combo.spec), only_exit=True),
-                                     only_after_exit=True)
+                states = self.states(combo, [exits[m]], only_after_exit=True)
                 judged += len(states)
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
                 if not verdict.ok:

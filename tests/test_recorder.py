@@ -263,31 +263,52 @@ def explored(records, snapdir, model, only_exit=False, exit_ok=True, cap=64):
 
 
 def replay_both_ways(monkeypatch, records, snapdir, exit_ok=True):
-    """Explore RECORDS (every point, and the after-exit point alone)
-    with the explorer's plain-write path and without it: the results
-    must be equal. Returns how many records took the plain path."""
-    plain = explorer._World._plain_write
+    """Explore RECORDS (every point, and the after-exit point alone, one
+    model at a time and all at once) with the explorer's plain-write path
+    and without it: the results must be equal. Returns how many times a
+    world took the plain path."""
+    apply = explorer._World._apply_plain
+    plain_args = explorer._plain_args
     hits = []
 
-    def counted(world, rec):
-        done = plain(world, rec)
+    def counted(world, args):
+        done = apply(world, args)
         hits.append(done)
         return done
 
     runs = {}
-    for way, fn in (("plain", counted), ("general", lambda world, rec: False)):
-        monkeypatch.setattr(explorer._World, "_plain_write", fn)
+    for way in ("plain", "general"):
+        if way == "plain":
+            monkeypatch.setattr(explorer._World, "_apply_plain", counted)
+        else:
+            monkeypatch.setattr(explorer, "_plain_args", lambda rec: False)
         # a cap of 3 samples the states, drawn with the index of the
         # first point since the last change: a change must count as one
         # both ways
         runs[way] = [explored(records, snapdir, m, only, exit_ok, cap)
                      for m in explorer.MODELS for only in (False, True)
                      for cap in (64, 3)]
-    monkeypatch.setattr(explorer._World, "_plain_write", plain)
+        for cap in (64, 3):
+            together = explorer.explore_exit(records, snapdir, cap=cap,
+                                             exit_ok=exit_ok)
+            runs[way] += [[(p.label, p.claimed,
+                            [(s.label, s.key, s.why, s.rule) for s in p.states])
+                           for p in [together[m]]] for m in explorer.MODELS]
+    monkeypatch.setattr(explorer._World, "_apply_plain", apply)
+    monkeypatch.setattr(explorer, "_plain_args", plain_args)
     for got, want in zip(runs["plain"], runs["general"]):
         assert [p[:2] for p in got] == [p[:2] for p in want]
         for g, w in zip(got, want):
             assert g == w, f"{g[0]}: crash states differ"
+    # all models at once is each alone: runs[way] is, per model, the
+    # full list and the after-exit point (caps 64 and 3), then the
+    # together points by cap, then model
+    k = len(explorer.MODELS)
+    alone = {(m, cap): runs["plain"][4 * i + 2 + j]
+             for i, m in enumerate(explorer.MODELS)
+             for j, cap in enumerate((64, 3))}
+    assert runs["plain"][4 * k:] == [alone[m, cap] for cap in (64, 3)
+                                     for m in explorer.MODELS]
     return sum(hits)
 
 
@@ -310,7 +331,7 @@ def test_plain_writes_of_a_thousand_pieces(tmp_path, built, monkeypatch):
     run = Run(tmp_path, [built["bench-writer"], 300, "target", "../in/new"],
               "range", old=payload.make(4096, 1), new=payload.make(20000, 2))
     assert run.run.status == 0, run.run.stderr_text()
-    assert replay_both_ways(monkeypatch, run.records, run.snapdir) == 8 * 300
+    assert replay_both_ways(monkeypatch, run.records, run.snapdir) == 12 * 300
 
 
 def range_line(seq, n, off, data, size, call="write", ret=None, extra=b""):
@@ -352,8 +373,8 @@ def test_plain_writes_around_lost_blocks_and_shrinking(monkeypatch):
     records = trace_mod.parse(b"".join(lines))
     hits = replay_both_ways(monkeypatch, records, blobs)
     # per round: seq 1, 5, 6, 9, 11 and 12 (3 and 4 meet a lost block,
-    # 7 syncs, 8 shrinks)
-    assert hits == 8 * 6
+    # 7 syncs, 8 shrinks); 8 rounds one model at a time, 2 of both
+    assert hits == 12 * 6
 
 
 # --- the range form of the trace -------------------------------------------
