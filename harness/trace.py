@@ -61,11 +61,17 @@ class Lazy:
         self._records = self._faulted = None
         self.lines = self.evs = None
         lines = [line for line in data.split(b"\n") if line]
-        heads = [self._HEAD.match(line) for line in lines]
-        if all(heads) and all(line.endswith(b"}") for line in lines):
-            order = sorted(range(len(lines)), key=lambda i: int(heads[i][2]))
-            self.lines = [lines[i] for i in order]
-            self.evs = [heads[i][1] for i in order]
+        heads = list(map(self._HEAD.match, lines))
+        if not (all(heads) and all(line.endswith(b"}") for line in lines)):
+            return
+        seqs = [int(m[2]) for m in heads]
+        if seqs != sorted(seqs):
+            # several processes: put the lines in seq order
+            order = sorted(range(len(lines)), key=seqs.__getitem__)
+            lines = [lines[i] for i in order]
+            heads = [heads[i] for i in order]
+        self.lines = lines
+        self.evs = [m[1] for m in heads]
 
     @classmethod
     def load(cls, path):
