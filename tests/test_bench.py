@@ -30,6 +30,9 @@ def test_quick_prints_every_row():
     assert [int(w) for w, _ in rows] == [1, 10, 100], out
     cases = [int(c) for _, c in rows]
     assert cases == sorted(cases) and cases[0] < cases[-1], out
+    # and the slope between each two rows: sweep / program, microseconds
+    slopes = re.findall(r"^\s+(\d+) -> (\d+)\s+-?[\d.]+ / -?[\d.]+$", out, re.M)
+    assert slopes == [("1", "10"), ("10", "100")], out
 
 
 @pytest.mark.parametrize("args, problem", [
