@@ -754,11 +754,12 @@ def _plain_args(rec):
     if type(files) is not dict or len(files) != 1:
         return False
     (key, meta), = files.items()
-    if type(meta) is not dict or key != str(ino) or meta.get("off") != off \
-            or meta.get("len") != ret:
+    if type(meta) is not dict or key != str(ino):
         return False
-    size = meta.get("size")
-    if type(size) is not int or size < off + ret:
+    moff, mlen, size = meta.get("off"), meta.get("len"), meta.get("size")
+    # type() first: True == 1, and the general way refuses a bool
+    if type(moff) is not int or moff != off or type(mlen) is not int \
+            or mlen != ret or type(size) is not int or size < off + ret:
         return False
     text, h = meta.get("data"), meta.get("hash")
     if text is not None:

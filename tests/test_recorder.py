@@ -377,6 +377,20 @@ def test_plain_writes_around_lost_blocks_and_shrinking(monkeypatch):
     assert hits == 12 * 6
 
 
+def test_plain_path_refuses_what_the_general_way_refuses():
+    """explore() takes records from anywhere, not only trace.parse: a
+    range whose off is True (== 1 to Python) must be refused with the
+    general way's words, not taken for 1."""
+    recs = trace_mod.parse(INIT + call_line(
+        b'{"size":5,"off":1,"len":1,"data":"58"}').replace(
+            b'"off":2,"len":3,"ret":3', b'"off":1,"len":1,"ret":1'))
+    recs[1]["snap"]["files"]["7"]["off"] = True
+    with pytest.raises(explorer.ExplorerError) as e:
+        explorer.explore_exit(recs, blobs)
+    assert str(e.value) == ("trace record seq=1: snap.files.7: bad off True "
+                            "in a range snapshot")
+
+
 # --- the range form of the trace -------------------------------------------
 
 INIT = (b'{"ev":"init","seq":0,"watch":"/w","snap":{"dir":{"target":7},'
