@@ -11,7 +11,9 @@ Targets (all three by default):
             accepted records (trace.calls/fired/format_call, the sweep's
             targeted_calls, explorer.crash_points).
   explorer  harness.explorer.explore() on what trace.parse() accepts, under
-            both models: only ExplorerError may escape.
+            both models: only ExplorerError may escape; and the after-exit
+            points explore_exit() builds from one replay (the sweep's way,
+            plain writes taken short) must be explore()'s last ones.
 
 The property is the one the CLI depends on: a bad input is one line and
 exit 2, never a traceback. Any other exception is a crash: the input is
@@ -192,6 +194,7 @@ class ExplorerTarget(TraceTarget):
         source = dict(content=content) if self.execs % 2 else \
             dict(snapdir=self.snapdir)
         shape = []
+        ends = {}
         for model in explorer.MODELS:
             points = explorer.explore(records, model=model, cap=8, seed=1,
                                       exit_ok=True, **source)
@@ -199,6 +202,18 @@ class ExplorerTarget(TraceTarget):
                 for st in p.states:
                     st.files, st.target, st.digest()
             shape.append(len(points))
+            ends[model] = points[-1]
+        # the sweep's way to the after-exit points (every model from one
+        # replay, plain writes the short way) must end where explore does
+        exits = explorer.explore_exit(records, cap=8, seed=1, exit_ok=True,
+                                      **source)
+        for model, p in exits.items():
+            want = ends[model]
+            if (p.label, p.claimed, [(s.label, s.key, s.why) for s in p.states]) \
+                    != (want.label, want.claimed,
+                        [(s.label, s.key, s.why) for s in want.states]):
+                raise AssertionError(f"explore_exit differs from explore "
+                                     f"under {model}")
         return f"ok:{min(shape) > 2}"
 
 
