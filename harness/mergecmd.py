@@ -105,8 +105,7 @@ def cmd_merge(args):
             raise UsageError(f"the shards hold {len(cases)} cases, the run "
                              f"enumerated {enumerated['cases']}")
         meta["enumerated"] = enumerated
-    summary = report.write_all(out, cases, meta)
-    report.write_junit(out / "junit.xml", cases, meta)
+    summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
     for c in cases:
         if not c["passed"]:
             print(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding', '')}")

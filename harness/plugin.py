@@ -376,9 +376,9 @@ def pytest_sessionfinish(session, exitstatus):
     out = state.settings.out
     # The teaching corpus: for each buggy variant caught, the rule, the
     # case that caught it and the fix as a diff (harness/lessons.py).
-    report.write_all(out, results, meta,
-                     lessons=lessons.lessons(state.specs, results) or None)
-    report.write_junit(out / "junit.xml", results, meta)
+    state.summary = report.write_all(
+        out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
+        junit=out / "junit.xml")
     state.results, state.not_caught, state.meta = results, not_caught, meta
     if not_caught and session.exitstatus == 0:
         session.exitstatus = 1
@@ -397,7 +397,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tw.line(f"  reproduce: {r['reproduce']}")
     for line in state.not_caught:
         tw.line(f"NOT CAUGHT {line}")
-    s = report.summarize(state.results, state.meta)
+    s = state.summary
     out = state.settings.out
     files = [out / "report.md", out / "report.html", out / "results.json",
              out / "junit.xml"]
