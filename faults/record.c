@@ -1244,6 +1244,25 @@ static void add_flag_list(struct sb *sb, const char *const *names, const int *bi
 	sb_lit(sb, "]");
 }
 
+/*
+ * How a call or crash line starts: {"ev":"EV","seq":N,"pid":P,"call":"C","n":N
+ * (the harness reads these first fields by their place, trace.Lazy). The
+ * seq is taken here, before any snapshot the line carries.
+ */
+static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
+{
+	sb_lit(sb, "{\"ev\":\"");
+	sb_str(sb, ev);
+	sb_lit(sb, "\",\"seq\":");
+	sb_u64(sb, next_seq());
+	sb_lit(sb, ",\"pid\":");
+	sb_i64(sb, trace_pid);
+	sb_lit(sb, ",\"call\":\"");
+	sb_str(sb, call_table[r->call].name);
+	sb_lit(sb, "\",\"n\":");
+	sb_u64(sb, r->n);
+}
+
 void cc_trace_call(struct cc_rec *r)
 {
 	struct sb sb;
@@ -1251,14 +1270,7 @@ void cc_trace_call(struct cc_rec *r)
 	if (!cc.trace)
 		goto out;
 	sb_init(&sb);
-	sb_lit(&sb, "{\"ev\":\"call\",\"seq\":");
-	sb_u64(&sb, next_seq());
-	sb_lit(&sb, ",\"pid\":");
-	sb_i64(&sb, trace_pid);
-	sb_lit(&sb, ",\"call\":\"");
-	sb_str(&sb, call_table[r->call].name);
-	sb_lit(&sb, "\",\"n\":");
-	sb_u64(&sb, r->n);
+	sb_head(&sb, "call", r);
 	if (r->fd >= 0) {
 		sb_lit(&sb, ",\"fd\":");
 		sb_i64(&sb, r->fd);
@@ -1362,14 +1374,7 @@ void cc_trace_crash(const struct cc_rec *r, const char *when)
 	if (!cc.trace)
 		return;
 	sb_init(&sb);
-	sb_lit(&sb, "{\"ev\":\"crash\",\"seq\":");
-	sb_u64(&sb, next_seq());
-	sb_lit(&sb, ",\"pid\":");
-	sb_i64(&sb, trace_pid);
-	sb_lit(&sb, ",\"call\":\"");
-	sb_str(&sb, call_table[r->call].name);
-	sb_lit(&sb, "\",\"n\":");
-	sb_u64(&sb, r->n);
+	sb_head(&sb, "crash", r);
 	sb_lit(&sb, ",\"when\":\"");
 	sb_str(&sb, when);
 	sb_lit(&sb, "\",\"rule\":");
