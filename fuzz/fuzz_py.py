@@ -502,7 +502,8 @@ def gentle(records, rec, rng):
             if isinstance(f, dict):
                 f["off"] = rng.choice([0, 1, 4095, 4096, 1 << 20])
                 f.setdefault("len", rng.choice([0, 1, 4096]))
-                if rng.random() < 0.3:
+                # an earlier mutation may have left len of another type
+                if rng.random() < 0.3 and type(f["len"]) is int:
                     f["size"] = f["off"] + f["len"]
 
 
