@@ -327,7 +327,11 @@ def test_plain_writes_replay_as_the_general_way(tmp_path, built, name,
     assert (hits > 0) == bool(run.ranges()), hits
 
 
-def test_plain_writes_of_a_thousand_pieces(tmp_path, built, monkeypatch):
+def test_plain_writes_of_a_file_in_300_pieces(tmp_path, built, monkeypatch):
+    """Every write of bench-writer takes the plain path, in each of the
+    twelve replays (two models: every point and the after-exit one, caps
+    64 and 3; then both models at once, two caps), with the same states
+    as the general way."""
     run = Run(tmp_path, [built["bench-writer"], 300, "target", "../in/new"],
               "range", old=payload.make(4096, 1), new=payload.make(20000, 2))
     assert run.run.status == 0, run.run.stderr_text()
