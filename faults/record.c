@@ -805,6 +805,19 @@ static char *read_at(int fd, long long off, long long len, long long *got,
 	return data;
 }
 
+/* how a snap.files entry starts: "1234":{"size":5 (a comma before all but
+ * the first) */
+static void sb_file_head(struct sb *sb, bool *first, uint64_t ino, long long size)
+{
+	if (!*first)
+		sb_lit(sb, ",");
+	*first = false;
+	sb_lit(sb, "\"");
+	sb_u64(sb, ino);
+	sb_lit(sb, "\":{\"size\":");
+	sb_i64(sb, size);
+}
+
 /*
  * "1234":{"size":5,"hash":"9f..."} for the regular file open at FD, whose
  * fstat is ST, read whole: the workloads' files are megabytes at most, and
@@ -821,16 +834,10 @@ static void snap_file_fd(struct sb *sb, int fd, const struct stat *st, bool *fir
 	if (!data)
 		return;
 	if (store_blob(data, got, hex) == 0) {
-		if (!*first)
-			sb_lit(sb, ",");
-		sb_lit(sb, "\"");
-		sb_u64(sb, st->st_ino);
-		sb_lit(sb, "\":{\"size\":");
-		sb_i64(sb, got);
+		sb_file_head(sb, first, st->st_ino, got);
 		sb_lit(sb, ",\"hash\":\"");
 		sb_add(sb, hex, 16);
 		sb_lit(sb, "\"}");
-		*first = false;
 		/* the fstat came first: a change after it shows next time */
 		if (got == st->st_size)
 			known_set(st);
@@ -927,12 +934,7 @@ static bool snap_range(struct sb *sb, const struct cc_rec *r, const struct stat 
 	 * would cost more than the write (create, write, rename) */
 	if (len > CC_INLINE_MAX && store_blob(data, len, hex) < 0)
 		goto out;
-	if (!*first)
-		sb_lit(sb, ",");
-	sb_lit(sb, "\"");
-	sb_u64(sb, st->st_ino);
-	sb_lit(sb, "\":{\"size\":");
-	sb_i64(sb, st->st_size);
+	sb_file_head(sb, first, st->st_ino, st->st_size);
 	sb_lit(sb, ",\"off\":");
 	sb_i64(sb, off);
 	sb_lit(sb, ",\"len\":");
@@ -945,7 +947,6 @@ static bool snap_range(struct sb *sb, const struct cc_rec *r, const struct stat 
 		sb_add(sb, hex, 16);
 	}
 	sb_lit(sb, "\"}");
-	*first = false;
 	known_set(st);
 	ok = true;
 out:
@@ -1195,6 +1196,17 @@ void cc_trace_init(void)
 	emit(&sb);
 }
 
+/* "NAME" in a list of flags (a comma before all but the first) */
+static void sb_flag(struct sb *sb, const char *name, bool *first)
+{
+	if (!*first)
+		sb_lit(sb, ",");
+	*first = false;
+	sb_lit(sb, "\"");
+	sb_str(sb, name);
+	sb_lit(sb, "\"");
+}
+
 static void add_oflags(struct sb *sb, int fl)
 {
 	static const struct { int bit; const char *name; } names[] = {
@@ -1206,22 +1218,14 @@ static void add_oflags(struct sb *sb, int fl)
 
 	sb_lit(sb, ",\"flags\":[");
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!(fl & names[i].bit))
-			continue;
-		if (!first)
-			sb_lit(sb, ",");
-		sb_lit(sb, "\"");
-		sb_str(sb, names[i].name);
-		sb_lit(sb, "\"");
-		first = false;
+		if (fl & names[i].bit)
+			sb_flag(sb, names[i].name, &first);
 	}
 	/* O_SYNC is O_DSYNC plus a bit of its own */
-	if ((fl & O_DSYNC) && !first)
-		sb_lit(sb, ",");
 	if ((fl & O_SYNC) == O_SYNC)
-		sb_lit(sb, "\"O_SYNC\"");
+		sb_flag(sb, "O_SYNC", &first);
 	else if (fl & O_DSYNC)
-		sb_lit(sb, "\"O_DSYNC\"");
+		sb_flag(sb, "O_DSYNC", &first);
 	sb_lit(sb, "]");
 }
 
@@ -1232,14 +1236,8 @@ static void add_flag_list(struct sb *sb, const char *const *names, const int *bi
 
 	sb_lit(sb, ",\"flags\":[");
 	for (size_t i = 0; i < nr; i++) {
-		if ((fl & bits[i]) != bits[i])
-			continue;
-		if (!first)
-			sb_lit(sb, ",");
-		sb_lit(sb, "\"");
-		sb_str(sb, names[i]);
-		sb_lit(sb, "\"");
-		first = false;
+		if ((fl & bits[i]) == bits[i])
+			sb_flag(sb, names[i], &first);
 	}
 	sb_lit(sb, "]");
 }
