@@ -139,7 +139,7 @@ class Lazy:
                     if pos >= 0 and line[pos + len(needle):pos + len(needle) + 1] in (b",", b"}"):
                         at = k
                         break
-            start = max(0, min(at - count // 2, len(idx) - count))
+            start = _window_start(at, len(idx), count)
             got = self._parse(idx[start:start + count])
             if got is not None:
                 return got
@@ -163,8 +163,13 @@ def window(records, call, count):
         return records
     at = next((i for i, r in enumerate(records)
                if call and f"{r['call']}#{r['n']}" == call), 0)
-    start = max(0, min(at - count // 2, len(records) - count))
+    start = _window_start(at, len(records), count)
     return records[start:start + count]
+
+
+def _window_start(at, total, count):
+    """Where COUNT of TOTAL items centred on item AT start."""
+    return max(0, min(at - count // 2, total - count))
 
 
 # json's own scanner (C): what JSONDecoder.decode calls, minus two Python
@@ -216,11 +221,19 @@ def _parse_fast(data):
             return None
         for key in ("path", "path2"):
             p = rec.get(key)
-            if p is not None and p.startswith("/") and (
-                    "/." in p or "//" in p or p.endswith("/")):
-                rec[key] = os.path.normpath(p)
+            if p is not None:
+                rec[key] = _fold(p)
         records.append(rec)
     return records
+
+
+def _fold(path):
+    """An absolute path with its dots folded, as _parse_checked folds it
+    (normpath), looked at first: most need nothing."""
+    if path.startswith("/") and ("/." in path or "//" in path
+                                 or path.endswith("/")):
+        return os.path.normpath(path)
+    return path
 
 
 # The line of a write the library recorded as a range, the most common
@@ -250,9 +263,7 @@ def _write_record(m):
     size, roff, rlen = int(size), int(roff), int(rlen)
     if roff + rlen > size or (data is not None and len(data) != 2 * rlen):
         return None
-    if path.startswith("/") and ("/." in path or "//" in path
-                                 or path.endswith("/")):
-        path = os.path.normpath(path)
+    path = _fold(path)
     entry = {"size": size, "off": roff, "len": rlen}
     if data is not None:
         entry["data"] = data
@@ -561,13 +572,6 @@ def _short_path(path, base, root):
         return "?"
     root = root or base
     if base and (path == root or path.startswith(root.rstrip("/") + "/")):
-        # the common case without relpath's normalising: a path right
-        # inside base (a report formats every line of every case's trace)
-        rest = path[len(base) + 1:]
-        if path.startswith(base) and path[len(base):len(base) + 1] == "/" \
-                and rest and not rest.endswith("/") \
-                and "/." not in "/" + rest and "//" not in "/" + rest:
-            return rest
         return os.path.relpath(path, base)
     return path
 
