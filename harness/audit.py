@@ -7,10 +7,10 @@ the new content, and its old and new contents come from the user's files
 runs through the same pytest plugin as `crashcheck run`, so the cases, the
 oracle, the power-loss explorer and the reports are the same.
 
-The plugin's processes (pytest-xdist workers) learn about the audit from
-<out>/.audit/: audit.json (what `load` reads back into an AuditSpec) and a
-copy of the old and the new content, made once from the user's files, which
-are only read. The directory goes when the audit ends, unless --keep.
+The plugin learns about the audit from <out>/.audit/ (its --cc-audit
+option names the file): audit.json (what `load` reads back into an
+AuditSpec) and a copy of the old and the new content, made once from the
+user's files, which are only read. The directory goes when the audit ends, unless --keep.
 
 Inside a run the program's working directory is the scratch work directory
 holding the target; `{target}` in its arguments is the target's name there,

@@ -1,8 +1,9 @@
 """`crashcheck run SPEC...`: the sweep over workload specs, driven by pytest.
 
 pytest runs in this process with harness.plugin loaded and
-harness/sweep_cases.py as its one test module: every case is a test item,
-so pytest's progress, `-k`, xdist's `-n` and `--junitxml` all apply. This
+harness/sweep_cases.py as its one test file: every case is a test item,
+so pytest's progress, `-k` and `-x` apply (the cases run in the plugin's
+own pool of processes, and junit.xml is written from the results). This
 module only turns our options into pytest's, and pytest's exit status
 into ours.
 """
