@@ -712,19 +712,34 @@ def test_execd_processes_count_in_one_sequence(ops, progs):
 
 
 def test_short_path_is_relpath_inside_the_root():
-    """trace.short_path's fast path (a plain name under base) must say
-    what os.path.relpath says, for every spelling of a path."""
+    """trace.short_path says what os.path.relpath says inside the root
+    and gives the path itself outside it, for every spelling of a path,
+    asked once or again (its answers for absolute paths are kept)."""
     import itertools
     import os
     from harness.trace import short_path
     root, base = "/s/x", "/s/x/work"
     names = ["target", "a/b", "", ".", "..", ".hidden", "a.b", "...", "a/./b",
              "a/..", "/t", "t/", "../in/new", "x//y"]
-    for name, (b, r) in itertools.product(names, [(base, root), (base, None),
-                                                  (base + "/", root)]):
-        path = f"{base}/{name}" if name else base
-        limit = (r or b).rstrip("/")
-        want = os.path.relpath(path, b) if (path == limit or path.startswith(limit + "/")) else path
-        assert short_path(path, b, r) == want, (path, b, r)
+    for _ in range(2):
+        for name, (b, r) in itertools.product(names, [(base, root), (base, None),
+                                                      (base + "/", root)]):
+            path = f"{base}/{name}" if name else base
+            limit = (r or b).rstrip("/")
+            want = os.path.relpath(path, b) if (path == limit or path.startswith(limit + "/")) else path
+            assert short_path(path, b, r) == want, (path, b, r)
     assert short_path("/etc/passwd", base, root) == "/etc/passwd"
     assert short_path("/s/x/workx/t", base, root) == "../workx/t"
+
+
+def test_short_path_of_a_relative_base_follows_the_directory(tmp_path,
+                                                             monkeypatch):
+    """An answer relative to a relative base depends on the working
+    directory: it must not be kept and given again elsewhere."""
+    from harness.trace import short_path
+    (tmp_path / "w").mkdir()
+    path = str(tmp_path / "w" / "x")
+    monkeypatch.chdir(tmp_path)
+    assert short_path(path, "w", str(tmp_path)) == "x"
+    monkeypatch.chdir(tmp_path / "w")
+    assert short_path(path, "w", str(tmp_path)) == "../x"   # from w/w
