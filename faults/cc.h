@@ -57,6 +57,9 @@ struct cc_state {
 
 extern struct cc_state cc;
 
+/* CRASHCHECK_SERVE set: serve runs (serve.c); returns only in a run's process */
+void cc_serve(void);
+
 /* what the recorder snapshots after a call */
 #define SNAP_FILE 1	/* the file the call touched (fd or path) */
 #define SNAP_DIR 2	/* the WATCH listing */

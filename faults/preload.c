@@ -178,6 +178,9 @@ static void cc_init(void)
 	const char *v;
 
 	tls_busy++;
+	/* a fork server (CRASHCHECK_SERVE) comes back here once per run, in
+	 * the run's process, with the run's settings in the environment */
+	cc_serve();
 	v = getenv("CRASHCHECK_PLAN");
 	if (v && plan_parse(v, &cc.plan, err, sizeof(err)) < 0)
 		cc_die("bad CRASHCHECK_PLAN: %s", err);

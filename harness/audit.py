@@ -350,6 +350,8 @@ def _shown_options(args):
             shown += [opt, value]
     if args.keep:
         shown.append("--keep")
+    if args.exec_each:
+        shown.append("--exec-each")
     for case in args.case:
         shown += ["--case", case]
     return shown

@@ -53,6 +53,8 @@ def pytest_addoption(parser):
                 help="seconds per run, overriding the specs")
     g.addoption("--cc-keep", action="store_true",
                 help="keep every case's scratch directory")
+    g.addoption("--cc-exec-each", action="store_true",
+                help="exec the program for every case, no fork server")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -80,6 +82,7 @@ def settings_from(config):
         cap=config.getoption("--cc-cap"),
         seed=config.getoption("--cc-seed"),
         keep=config.getoption("--cc-keep"),
+        fork_server=not config.getoption("--cc-exec-each"),
         timeout=config.getoption("--cc-timeout"))
 
 
@@ -411,6 +414,8 @@ def pytest_unconfigure(config):
     state = getattr(config, "_crashcheck", None)
     if state is None:
         return
+    if state._judge is not None:
+        state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
     if _is_worker(config):

@@ -57,6 +57,10 @@ def add_sweep_options(p):
                         "(merge them with 'crashcheck merge')")
     p.add_argument("--keep", action="store_true",
                    help="keep every case's directory, not only findings'")
+    p.add_argument("--exec-each", action="store_true",
+                   help="exec the program for every case instead of forking "
+                        "it from one exec per command line (slower; the "
+                        "same verdicts)")
 
 
 def setup_run(p):
@@ -147,6 +151,8 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-shard", shard]
     if args.keep:
         argv.append("--cc-keep")
+    if args.exec_each:
+        argv.append("--cc-exec-each")
     for case in getattr(args, "case", []) or []:
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):

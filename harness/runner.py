@@ -8,9 +8,11 @@ fired is read from the trace, never assumed.
 """
 
 import os
+import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -34,8 +36,9 @@ EXIT_SKIP = 77
 
 # Variables of ours that must never leak from the caller's environment
 # into a run: a stale plan or trace path would make the run lie.
-OUR_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
+RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP")
+OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE",)
 
 
 class SetupError(UsageError):
@@ -270,18 +273,18 @@ def _may_chdir():
             and threading.active_count() == 1)
 
 
-def _spawn(argv, cwd, env, out_fd, err_fd):
+def _spawn(argv, cwd, env, out_fd, err_fd, extra=()):
     """Start argv in cwd, in a new session, stdin from /dev/null and
     stdout and stderr into out_fd and err_fd, with the signal dispositions
     Popen would give it (Python ignores SIGPIPE; a program must not
-    inherit that); a _Spawned."""
+    inherit that); a _Spawned. extra: more posix_spawn file actions."""
     home = _home.get(os.getpid())
     if home is None:
         home = _home[os.getpid()] = os.open(".", os.O_RDONLY | os.O_DIRECTORY
                                             | os.O_CLOEXEC)
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                (os.POSIX_SPAWN_DUP2, out_fd, 1),
-               (os.POSIX_SPAWN_DUP2, err_fd, 2)]
+               (os.POSIX_SPAWN_DUP2, err_fd, 2), *extra]
     try:
         os.chdir(cwd)
     except OSError as e:
@@ -402,3 +405,159 @@ def _kill_group(pgid):
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# ---------------------------------------------------------------- fork server
+
+class ServerUnavailable(Exception):
+    """The program cannot be served (faults/serve.c), or its server is
+    gone: run it the ordinary way."""
+
+
+class ForkServer:
+    """One program, exec'd once and forked for each run.
+
+    faults/serve.c holds the program in our library's initialization,
+    before main; each run() is a fork of it that takes its own working
+    directory, output files and CRASHCHECK_* settings, and then goes on as
+    a freshly exec'd program would. A sweep runs the same command line
+    case after case, and exec with the dynamic loader is most of what a
+    short run costs. The run is otherwise what run() gives: a session of
+    its own, its group killed at the time limit and when it ends, output
+    capped.
+
+    Only for sweep cases of one command line; ServerUnavailable when the
+    program cannot be served (the library did not load, a thread before
+    main, a low descriptor limit) or its server went away: the caller
+    then runs the case with run().
+    """
+
+    def __init__(self, argv, *, home, timeout):
+        """Start argv as a server in `home`, an empty directory of ours:
+        a program that never reaches our library (static) runs there
+        once, as itself, and is refused. timeout: how long it may take
+        to get ready."""
+        check_preloads()
+        if not _may_chdir():
+            raise ServerUnavailable("not in a single-threaded process")
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY and soft < 128:
+            raise ServerUnavailable(f"descriptor limit {soft} is below 128")
+        # high, where the program's own descriptors do not go; the run's
+        # process closes it before the program's first call
+        slot = min(soft if soft != resource.RLIM_INFINITY else 1024, 1024) - 65
+        self.argv = list(argv)
+        self.pid = None
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX,
+                                               socket.SOCK_SEQPACKET)
+        # every run's stdin, as run() gives it
+        self._null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        sink = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            env = build_env(program=argv[0], cwd=home)
+            env["CRASHCHECK_SERVE"] = str(slot)
+            proc = _spawn(self.argv, home, env, sink, sink,
+                          extra=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), slot)])
+            self.pid = proc.pid
+            os.close(sink)
+            sink = None
+            theirs.close()
+            hello = self._receive(timeout)
+            if not hello.startswith("ready "):
+                raise ServerUnavailable(hello[len("refuse "):] if
+                                        hello.startswith("refuse ") else
+                                        f"unexpected answer {hello!r}")
+        except BaseException:
+            theirs.close()
+            if sink is not None:
+                os.close(sink)
+            self.close()
+            raise
+
+    def _receive(self, timeout):
+        """The server's next message, waiting at most timeout seconds
+        (None: for ever); ServerUnavailable when it is gone."""
+        if timeout is not None and not select.select(
+                [self._sock], [], [], max(0.0, timeout))[0]:
+            raise subprocess.TimeoutExpired(self.argv, timeout)
+        try:
+            msg = self._sock.recv(512)
+        except OSError as e:
+            raise ServerUnavailable(f"fork server: {e.strerror}") from None
+        if not msg:
+            raise ServerUnavailable("the fork server exited")
+        return msg.decode("utf-8", "replace")
+
+    def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
+            shared=None, timeout=10.0):
+        """One run, as run() would make it with these settings."""
+        settings = {"CRASHCHECK_PLAN": plan or None, "CRASHCHECK_TRACE": trace,
+                    "CRASHCHECK_WATCH": watch, "CRASHCHECK_SNAPDIR": snapdir,
+                    "CRASHCHECK_SHARED": shared, "CRASHCHECK_SNAP": None}
+        assert set(settings) == set(RUN_VARS)
+        request = b"\0".join(
+            [os.fsencode(cwd)] +
+            [os.fsencode(f"{k}={v}" if v is not None else k)
+             for k, v in settings.items()])
+        with _capture_file("stdout") as out, _capture_file("stderr") as err:
+            start = time.monotonic()
+            try:
+                socket.send_fds(self._sock, [request],
+                                [self._null, out.fileno(), err.fileno()])
+            except OSError as e:
+                raise ServerUnavailable(f"fork server: {e.strerror}") from None
+            try:
+                # it answers as soon as it has forked
+                started = self._receive(timeout)
+            except subprocess.TimeoutExpired:
+                raise ServerUnavailable("the fork server does not answer") from None
+            if started.startswith("fail "):
+                raise ServerUnavailable(started[len("fail "):])
+            pid = int(started.split()[1])
+            timed_out = False
+            try:
+                try:
+                    done = self._receive(timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _kill_group(pid)
+                    done = self._receive(None)
+            except BaseException:
+                # interrupted, or the server died under its run: the
+                # run's group must not outlive us either way
+                _kill_group(pid)
+                raise
+            # children the run left in its group must not outlive it
+            _kill_group(pid)
+            duration = time.monotonic() - start
+            word, done_pid, status = done.split()
+            if word != "exit" or int(done_pid) != pid:
+                raise ServerUnavailable(f"unexpected answer {done!r}")
+            stdout, out_cut = _read_capped(out, OUTPUT_CAP)
+            stderr, err_cut = _read_capped(err, OUTPUT_CAP)
+        rc = os.waitstatus_to_exitcode(int(status))
+        return Run(argv=list(self.argv),
+                   status=rc if rc >= 0 else None,
+                   signal=-rc if rc < 0 else None,
+                   timed_out=timed_out, duration=duration,
+                   stdout=stdout, stderr=stderr,
+                   stdout_truncated=out_cut, stderr_truncated=err_cut,
+                   trace_path=Path(trace) if trace is not None else None)
+
+    def close(self):
+        """End the server and reap it."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._null is not None:
+            os.close(self._null)
+            self._null = None
+        if self.pid is not None:
+            pid, self.pid = self.pid, None
+            # Between runs it has nothing to finish (and a program that
+            # never became a server, nothing we want finished).
+            _kill_group(pid)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class Settings:
     keep: bool = False                          # keep every case's scratch
     timeout: float | None = None                # overrides the specs' timeouts
     all_calls: bool = False                     # fault calls outside the scratch too
+    fork_server: bool = True                    # fault cases forked, not exec'd
 
     @property
     def work_link(self):
@@ -278,9 +280,12 @@ def clear_dir(path):
             os.unlink(e.path)
 
 
-def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False):
+def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
+                server=None):
     """Run the combo's program once under `plan` in a scratch directory:
-    a fresh one, or with reuse_input one a run of the same combo used."""
+    a fresh one, or with reuse_input one a run of the same combo used.
+    server: a runner.ForkServer of the combo's command line to fork the
+    run from (runner.ServerUnavailable when it cannot)."""
     old, new = contents(combo)
     argv = combo.spec.argv(bin=BIN,
                            target=target_name(combo.spec),
@@ -304,10 +309,13 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False):
                 shutil.rmtree(sdir, ignore_errors=True)
                 os.makedirs(sdir, exist_ok=True)
                 prepare(sdir, old, new, target_name(combo.spec))
-            run = runner.run(argv, cwd=work, plan=plan, trace=tr,
-                             watch=work,
-                             snapdir=os.path.join(sdir, "snaps") if record else None,
-                             shared=os.path.join(sdir, "shared"), timeout=timeout)
+            if server is None:
+                how = functools.partial(runner.run, argv)
+            else:
+                how = server.run
+            run = how(cwd=work, plan=plan, trace=tr, watch=work,
+                      snapdir=os.path.join(sdir, "snaps") if record else None,
+                      shared=os.path.join(sdir, "shared"), timeout=timeout)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
     return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr))
@@ -600,6 +608,8 @@ class Judge:
         # caller removes the root at the end); None: a fresh one per case.
         self.scratch_root = None
         self._scratch = self._scratch_combo = None
+        self._server = self._server_combo = None
+        self._unservable = set()    # combos whose program cannot be served
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
@@ -707,9 +717,18 @@ class Judge:
         scratch, reuse = self.scratch_for(combo)
         ok = False
         try:
-            out = execute_run(combo, case.plan, scratch,
-                              timeout_of(combo, self.settings),
-                              reuse_input=reuse)
+            server = self.server_for(combo, scratch)
+            try:
+                out = execute_run(combo, case.plan, scratch,
+                                  timeout_of(combo, self.settings),
+                                  reuse_input=reuse, server=server)
+            except runner.ServerUnavailable:
+                # gone under this run: it runs again, exec'd, and so do
+                # the combo's next ones
+                self.close_server(refuse=True)
+                out = execute_run(combo, case.plan, scratch,
+                                  timeout_of(combo, self.settings),
+                                  reuse_input=True)
             self.last_out = out
             res = self.judge_run(case, combo, out, base, keep=True)
             ok = True
@@ -740,6 +759,48 @@ class Judge:
                                               dir=self.scratch_root))
         self._scratch_combo = combo.prefix
         return self._scratch, False
+
+    def server_for(self, combo, scratch):
+        """The fork server of the combo's command line in this process
+        (runner.ForkServer), started on its first case here; None where
+        the case is exec'd: --exec-each, a held case (replay runs the real
+        thing), a full-disk spec, a fresh scratch per case, or a program
+        that cannot be served."""
+        if (not self.settings.fork_server or self.hold
+                or scratch != self._scratch
+                or getattr(combo.spec, "disk", "normal") == "full"):
+            return None
+        if self._server_combo == combo.prefix:
+            return self._server
+        self.close_server()
+        self._server_combo = combo.prefix
+        if combo.prefix in self._unservable:
+            return None
+        home = Path(tempfile.mkdtemp(prefix="serve-", dir=self.scratch_root))
+        (home / "x").mkdir()
+        try:
+            argv = combo.spec.argv(bin=BIN, target=target_name(combo.spec),
+                                   new=f"../{INPUT}/{NEW}",
+                                   strategy=combo.strategy)
+            self._server = runner.ForkServer(
+                argv, home=home / "x", timeout=timeout_of(combo, self.settings))
+        except (runner.ServerUnavailable, runner.SetupError,
+                subprocess.TimeoutExpired):
+            # exec'd instead, where a SetupError is the case's to report
+            self._unservable.add(combo.prefix)
+            self._server = None
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        return self._server
+
+    def close_server(self, refuse=False):
+        """Stop this process's fork server; refuse: its combo's next
+        cases are exec'd."""
+        if refuse and self._server_combo is not None:
+            self._unservable.add(self._server_combo)
+        if self._server is not None:
+            self._server.close()
+        self._server = self._server_combo = None
 
     def visible(self, combo, out):
         path = out.workdir / target_name(combo.spec)

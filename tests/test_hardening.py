@@ -202,6 +202,21 @@ def test_asan_program_without_the_runtime_first_aborts(asan_progs, tmp_path,
     assert "ASan runtime does not come first" in proc.stderr
 
 
+def start(how, argv, tmp_path, **kw):
+    """A run of argv exec'd, or forked from a fork server of it (the
+    sweep's way): ASan must not tell them apart."""
+    if how == "exec":
+        return runner.run(argv, cwd=tmp_path, timeout=30, **kw)
+    home = tmp_path / "home"
+    home.mkdir()
+    server = runner.ForkServer(argv, home=home, timeout=30)
+    try:
+        return server.run(cwd=tmp_path, timeout=30, **kw)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("how", ["exec", "served"])
 @pytest.mark.parametrize("plan,step,want", [
     ("fsync#1=EIO", "fsync = -1 EIO", 0),
     ("write#1=short:100", "write 4096 = 100", 0),
@@ -209,7 +224,7 @@ def test_asan_program_without_the_runtime_first_aborts(asan_progs, tmp_path,
     ("rename#1=crash", None, -signal.SIGKILL),
 ])
 def test_faults_fire_in_an_asan_program(asan_progs, tmp_path, built, plan,
-                                        step, want):
+                                        step, want, how):
     """The regression test of the two defects behind 'ASan and the fault
     library': the runtime must come first (runner), and our library must
     not initialize from ASan's preinit, before libc has set environ, or
@@ -217,8 +232,8 @@ def test_faults_fire_in_an_asan_program(asan_progs, tmp_path, built, plan,
     argv = [str(asan_progs / "ops"), "open", "f.tmp", "w,creat", "write",
             "4096", "write", "4096", "fsync", "close", "rename", "f.tmp", "f"]
     tr = tmp_path / "trace.jsonl"
-    run = runner.run(argv, cwd=tmp_path, plan=plan, trace=tr,
-                     shared=tmp_path / "shared", timeout=30)
+    run = start(how, argv, tmp_path, plan=plan, trace=tr,
+                shared=tmp_path / "shared")
     records = tracemod.load(tr)
     fired = tracemod.fired(records, [plan])
     assert fired[0].count == 1, (run.stderr_text(), records)
@@ -238,14 +253,14 @@ def test_inject_reaches_an_asan_program(asan_progs, tmp_path, built):
     assert "crashcheck: fired fsync#1=EIO (1 call)" in proc.stderr
 
 
+@pytest.mark.parametrize("how", ["exec", "served"])
 @pytest.mark.parametrize("prog,args", [("overflow", ["x", "8"]),
                                        ("ubsan", ["ubsan"])])
 def test_sanitizer_report_is_a_crash_not_a_failure(asan_progs, tmp_path,
-                                                   built, prog, args):
+                                                   built, prog, args, how):
     """A sanitizer's report must not pass for `exit 1, said why`: under
     the runner it ends in SIGABRT, which the oracle judges `crashed`."""
-    run = runner.run([str(asan_progs / prog), *args], cwd=tmp_path,
-                     timeout=30)
+    run = start(how, [str(asan_progs / prog), *args], tmp_path)
     assert run.signal == signal.SIGABRT, (run.status, run.stderr_text())
     assert re.search(r"(AddressSanitizer|runtime error)", run.stderr_text())
     from harness import oracle

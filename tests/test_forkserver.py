@@ -1,0 +1,284 @@
+"""The fork server (faults/serve.c, runner.ForkServer): a run forked from
+one exec of the program must be the run an exec would have made: the
+same calls counted and faulted, the same trace but for process ids, the
+same files, output, exit status, environment and descriptors. Programs
+it cannot stand for are refused, never served wrong, and a sweep whose
+server goes away goes on exec'ing."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import ROOT, calls, runner, sweep
+
+REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
+           sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
+PROGS = ROOT / "tests" / "progs"
+
+
+@pytest.fixture
+def home(tmp_path):
+    d = tmp_path / "home" / "x"
+    d.mkdir(parents=True)
+    return d
+
+
+def serve(argv, home, timeout=10):
+    return runner.ForkServer(argv, home=home, timeout=timeout)
+
+
+def settings(scratch):
+    s = os.fspath(scratch)
+    return dict(cwd=os.path.join(s, sweep.WORK),
+                trace=os.path.join(s, "trace.jsonl"),
+                watch=os.path.join(s, sweep.WORK),
+                snapdir=os.path.join(s, "snaps"),
+                shared=os.path.join(s, "shared"))
+
+
+def trace_without_pids(path):
+    """A trace with its process ids left out and its inode numbers
+    renumbered in order of appearance: both are the kernel's choice,
+    different from one run to the next however the run is started."""
+    inos = {}
+
+    def ino(n):
+        return inos.setdefault(int(n), len(inos))
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        rec.pop("pid", None)
+        rec.pop("ppid", None)
+        if "ino" in rec:
+            rec["ino"] = ino(rec["ino"])
+        snap = rec.get("snap")
+        if isinstance(snap, dict):
+            if "dir" in snap:
+                snap["dir"] = {k: ino(v) for k, v in snap["dir"].items()}
+            if "files" in snap:
+                snap["files"] = {ino(k): v for k, v in snap["files"].items()}
+        lines.append(rec)
+    return lines
+
+
+def outcome(scratch, run):
+    """What a test compares of a run: all it told and all it left."""
+    work = scratch / sweep.WORK
+    return dict(status=run.status, signal=run.signal,
+                timed_out=run.timed_out, stdout=run.stdout,
+                stderr=run.stderr,
+                trace=trace_without_pids(scratch / "trace.jsonl"),
+                files={p.name: p.read_bytes() for p in work.iterdir()})
+
+
+PLANS = [""] + [p for call in ("open", "write", "fsync", "rename")
+                for _, p in sweep.fault_plans(call, 1, calls.table()[call].faults)]
+
+
+def test_a_served_run_is_the_exec_run(tmp_path, home):
+    """Every fault class on the calls of a replace, served one after the
+    other by one server (a crash kills only its run), against exec."""
+    old, new = b"old" * 3000, b"new" * 5000
+    scratch = tmp_path / "s"
+    server = serve(REPLACE, home)
+    try:
+        for plan in PLANS:
+            got = {}
+            for how in ("exec", "served"):
+                if scratch.exists():
+                    sweep.clear_dir(scratch)
+                else:
+                    scratch.mkdir()
+                sweep.prepare(scratch, old, new)
+                kw = settings(scratch)
+                if how == "exec":
+                    run = runner.run(REPLACE, plan=plan, timeout=10, **kw)
+                else:
+                    run = server.run(plan=plan, timeout=10, **kw)
+                got[how] = outcome(scratch, run)
+            assert got["served"] == got["exec"], plan
+            # the plans did something: the comparison is not of two no-ops
+            if plan.endswith("=crash"):
+                assert got["served"]["signal"] == signal.SIGKILL
+            elif plan.endswith("=EIO"):
+                assert got["served"]["status"] != 0
+    finally:
+        server.close()
+
+
+def py(code):
+    return ["/usr/bin/python3", "-I", "-c", code]
+
+
+def test_environment_and_descriptors_are_an_execs(tmp_path, home):
+    """The run's variables are its own (the server's gone), and it sees
+    the descriptors an exec'd program sees: the server's socket closed."""
+    argv = py("import os\n"
+              "print(sorted((k, v) for k, v in os.environ.items()"
+              " if k.startswith('CRASHCHECK')))\n"
+              "print(sorted(os.listdir('/proc/self/fd')))\n"
+              "print(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())")
+    (tmp_path / "s" / sweep.WORK).mkdir(parents=True)
+    (tmp_path / "s" / "snaps").mkdir()
+    kw = settings(tmp_path / "s")
+    exec_run = runner.run(argv, plan="fsync#9=EIO", timeout=30, **kw)
+    server = serve(argv, home, timeout=30)
+    try:
+        served = server.run(plan="fsync#9=EIO", timeout=30, **kw)
+        # and the next run's settings replace the last one's
+        served_bare = server.run(cwd=kw["cwd"], timeout=30)
+    finally:
+        server.close()
+    assert exec_run.status == 0, exec_run.stderr
+    assert served.stdout == exec_run.stdout
+    assert b"CRASHCHECK_SERVE" not in served.stdout
+    assert b"fsync#9=EIO" in served.stdout
+    assert b"True True" in served.stdout
+    assert served_bare.stdout.splitlines()[0] == b"[]"
+
+
+def test_time_limit_kills_the_runs_group(tmp_path, home):
+    pidfile = tmp_path / "bg"
+    argv = ["/bin/sh", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"]
+    server = serve(argv, home)
+    try:
+        run = server.run(cwd=tmp_path, timeout=0.5)
+        # the server is free again
+        quick = serve(["/bin/true"], home)
+        quick.close()
+    finally:
+        server.close()
+    assert run.timed_out and run.signal == signal.SIGKILL
+    bg = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{bg}/stat") as fh:
+                if fh.read().split(") ")[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the run's background child outlived the time limit")
+
+
+def build(tmp_path, name, source, *flags):
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    out = tmp_path / name
+    proc = subprocess.run(["cc", "-O1", "-o", str(out), str(src), *flags],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build {name}: {proc.stderr.strip()}")
+    return out
+
+
+def test_a_static_program_is_refused_having_run_where_we_put_it(tmp_path, home):
+    exe = build(tmp_path, "mark", "#include <stdio.h>\n"
+                "int main(void) { FILE *f = fopen(\"mark\", \"w\");"
+                " return f ? fclose(f) : 1; }\n", "-static")
+    with pytest.raises(runner.ServerUnavailable, match="exited"):
+        serve([str(exe)], home)
+    assert (home / "mark").exists()
+
+
+def test_a_thread_before_main_is_refused(tmp_path, home, monkeypatch):
+    """A preload of the user's, initialized before ours, that starts a
+    thread: a fork would lose it."""
+    lib = build(tmp_path, "thread.so", "#include <pthread.h>\n#include <unistd.h>\n"
+                "static void *idle(void *a) { (void)a; pause(); return 0; }\n"
+                "__attribute__((constructor)) static void start(void)"
+                " { pthread_t t; pthread_create(&t, 0, idle, 0); }\n",
+                "-shared", "-fPIC", "-pthread")
+    monkeypatch.setenv("LD_PRELOAD", str(lib))
+    with pytest.raises(runner.ServerUnavailable, match="2 threads"):
+        serve(["/bin/true"], home)
+
+
+def test_bad_serve_variable_is_one_line_and_status_2(tmp_path):
+    env = runner.build_env(program="/bin/true", cwd=tmp_path)
+    env["CRASHCHECK_SERVE"] = "3x"
+    proc = subprocess.run(["/bin/true"], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "crashcheck: CRASHCHECK_SERVE '3x' is not an open descriptor"]
+
+
+def test_a_callers_serve_variable_never_reaches_a_run(tmp_path, monkeypatch):
+    """Left in the caller's environment it would turn every run into a
+    server waiting on a descriptor of someone else's."""
+    monkeypatch.setenv("CRASHCHECK_SERVE", "0")
+    run = runner.run(["/bin/sh", "-c", "echo ${CRASHCHECK_SERVE-unset}"],
+                     cwd=tmp_path, timeout=30)
+    assert (run.status, run.stdout) == (0, b"unset\n")
+
+
+# ---- in the sweep
+
+COMPARED = ("verdict", "passed", "finding", "explanation", "state", "model",
+            "states", "stderr", "fired", "trace_excerpt", "exit", "expected")
+
+
+def sweep_results(out, *extra):
+    proc = subprocess.run(
+        [str(ROOT / "scripts" / "crashcheck"), "run", "--out", str(out),
+         *extra, *(str(sweep.SPEC_DIR / f"{w}.toml") for w in
+                   ("fsync-unchecked", "no-dir-fsync", "short-write-ignored"))],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    with open(out / "results.json") as fh:
+        return {c["id"]: {k: c[k] for k in COMPARED}
+                for c in json.load(fh)["cases"]}
+
+
+def test_forked_and_execd_sweeps_agree(tmp_path):
+    """Three buggy workloads, every strategy and fault class: each case's
+    verdict, finding, output and trace excerpt the same both ways."""
+    forked = sweep_results(tmp_path / "forked")
+    execd = sweep_results(tmp_path / "execd", "--exec-each")
+    assert forked.keys() == execd.keys()
+    assert [i for i in forked if forked[i] != execd[i]] == []
+    # findings among them: the comparison is of verdicts that say something
+    assert sum(c["verdict"] not in ("ok", "skipped") for c in forked.values()) > 10
+
+
+def judge_for(tmp_path, fork_server):
+    from harness import spec as specmod
+    specs = [specmod.load(sweep.SPEC_DIR / "replace.toml")]
+    settings = sweep.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
+                              fork_server=fork_server)
+    cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
+    judge = sweep.Judge(specs, settings)
+    judge.scratch_root = runner.make_scratch("crashcheck-test-")
+    return judge, cases
+
+
+def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
+    """Its case runs again, exec'd, with the same result; so do the
+    combo's next cases."""
+    judge, cases = judge_for(tmp_path, True)
+    ref, _ = judge_for(tmp_path, False)
+    try:
+        combo = next(c.combo for c in cases if c.kind == "eio")
+        mine = [c for c in cases if c.combo == combo and c.plan][:3]
+        first = judge.execute(mine[0])
+        server = judge._server
+        assert server is not None and judge._server_combo == combo
+        os.kill(server.pid, signal.SIGKILL)
+        rest = [judge.execute(c) for c in mine[1:]]
+        assert combo in judge._unservable and judge._server is None
+        strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731
+        assert [strip(r) for r in [first, *rest]] == \
+            [strip(ref.execute(c)) for c in mine]
+    finally:
+        for j in (judge, ref):
+            j.close_server()
+            sweep.remove_work(j.settings.work_link)
+            shutil.rmtree(j.scratch_root, ignore_errors=True)
