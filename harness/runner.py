@@ -433,10 +433,11 @@ class ForkServer:
     """
 
     def __init__(self, argv, *, home, timeout):
-        """Start argv as a server in `home`, an empty directory of ours:
-        a program that never reaches our library (static) runs there
-        once, as itself, and is refused. timeout: how long it may take
-        to get ready."""
+        """Start argv as a server in the directory `home` (best where its
+        runs will work: libraries load there). A program that never
+        reaches our library (static) runs there once, as itself, and is
+        refused: the caller lays the directory out again. timeout: how
+        long it may take to get ready."""
         check_preloads()
         if not _may_chdir():
             raise ServerUnavailable("not in a single-threaded process")

@@ -280,6 +280,12 @@ def clear_dir(path):
             os.unlink(e.path)
 
 
+def argv_of(combo):
+    """The combo's command line, as run in its scratch's WORK."""
+    return combo.spec.argv(bin=BIN, target=target_name(combo.spec),
+                           new=f"../{INPUT}/{NEW}", strategy=combo.strategy)
+
+
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 server=None):
     """Run the combo's program once under `plan` in a scratch directory:
@@ -287,10 +293,7 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     server: a runner.ForkServer of the combo's command line to fork the
     run from (runner.ServerUnavailable when it cannot)."""
     old, new = contents(combo)
-    argv = combo.spec.argv(bin=BIN,
-                           target=target_name(combo.spec),
-                           new=f"../{INPUT}/{NEW}",
-                           strategy=combo.strategy)
+    argv = argv_of(combo)
     scratch = Path(scratch)
     sdir = os.fspath(scratch)
     work = os.path.join(sdir, WORK)
@@ -776,21 +779,22 @@ class Judge:
         self._server_combo = combo.prefix
         if combo.prefix in self._unservable:
             return None
-        home = Path(tempfile.mkdtemp(prefix="serve-", dir=self.scratch_root))
-        (home / "x").mkdir()
+        # It starts where its runs work, as an exec'd run does: a library
+        # may note the directory it was loaded in.
+        work = Path(scratch) / WORK
+        work.mkdir(exist_ok=True)
         try:
-            argv = combo.spec.argv(bin=BIN, target=target_name(combo.spec),
-                                   new=f"../{INPUT}/{NEW}",
-                                   strategy=combo.strategy)
             self._server = runner.ForkServer(
-                argv, home=home / "x", timeout=timeout_of(combo, self.settings))
+                argv_of(combo), home=work,
+                timeout=timeout_of(combo, self.settings))
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
-            # exec'd instead, where a SetupError is the case's to report
+            # exec'd instead, where a SetupError is the case's to report.
+            # A program our library never reached ran once, as itself,
+            # in the case's directory: the case lays it out afresh.
             self._unservable.add(combo.prefix)
             self._server = None
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
+            clear_dir(scratch)
         return self._server
 
     def close_server(self, refuse=False):

@@ -271,6 +271,9 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         first = judge.execute(mine[0])
         server = judge._server
         assert server is not None and judge._server_combo == combo
+        # started where its runs work, as an exec'd run starts
+        assert os.readlink(f"/proc/{server.pid}/cwd") == \
+            str(judge._scratch / sweep.WORK)
         os.kill(server.pid, signal.SIGKILL)
         rest = [judge.execute(c) for c in mine[1:]]
         assert combo in judge._unservable and judge._server is None
@@ -282,3 +285,75 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
             j.close_server()
             sweep.remove_work(j.settings.work_link)
             shutil.rmtree(j.scratch_root, ignore_errors=True)
+
+
+def audit_results(out, env, *extra):
+    """An audit of a shell that has cat write the target (two processes:
+    the shell opens the target, cat writes it)."""
+    proc = subprocess.run(
+        [str(ROOT / "scripts" / "crashcheck"), "audit", "--out", str(out),
+         "--contract", "in-place", "--faults",
+         "baseline,eintr,short,enospc,eio,crash", *extra, "--",
+         "/bin/sh", "-c", 'cat "$0" > "$1"', "{new}", "{target}"],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    with open(out / "results.json") as fh:
+        return {c["id"]: {k: c[k] for k in COMPARED}
+                for c in json.load(fh)["cases"]}
+
+
+# A preload of the user's: a line in $LOADS each time a program named
+# $LOADS_NAME loads it (once per exec, not per fork), and with $THREAD a
+# thread. Its I/O is raw system calls: through libc's, our library would
+# initialize there, and fork there, before the line. (The dynamic loader
+# runs its constructor before ours for some programs, /bin/sh among them,
+# and after ours for others: either way it is the same under exec.)
+LOADER = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *idle(void *a) { (void)a; pause(); return 0; }
+__attribute__((constructor)) static void loaded(void)
+{
+	const char *log = getenv("LOADS"), *name = getenv("LOADS_NAME");
+	if (!log || !name || strcmp(program_invocation_short_name, name))
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, log,
+			  O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (fd >= 0) { syscall(SYS_write, fd, "x\n", 2); syscall(SYS_close, fd); }
+	if (getenv("THREAD")) { pthread_t t; pthread_create(&t, 0, idle, 0); }
+}
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
+    """An audit counting the shell's execs: its cases are forked (a
+    handful of execs for dozens of cases) and give the --exec-each
+    audit's results; with a thread before our library's initialization
+    the server refuses the shell and every case is exec'd, with the
+    same results."""
+    lib = build(tmp_path, "loads.so", LOADER, "-shared", "-fPIC", "-pthread")
+    loads = tmp_path / "loads"
+    env = dict(os.environ, LD_PRELOAD=str(lib), LOADS=str(loads),
+               LOADS_NAME="sh")
+    if thread:
+        env["THREAD"] = "1"
+    served = audit_results(tmp_path / "a", env)
+    execs = len(loads.read_text().splitlines())
+    loads.unlink()
+    execd = audit_results(tmp_path / "b", env, "--exec-each")
+    assert served == execd
+    cases = len(served)
+    # scripts/crashcheck (a shell script) and the baseline, then a server
+    # per pool process, or an exec per case
+    assert len(loads.read_text().splitlines()) >= cases > 2 + os.cpu_count()
+    if thread:
+        assert execs >= cases
+    else:
+        assert execs <= 2 + os.cpu_count()
