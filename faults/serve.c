@@ -27,11 +27,15 @@
  *                       "fail REASON"          instead of both: no fork
  *
  * End of file on the socket (the harness is done with this program, or
- * gone) ends the server. A program the server cannot stand for is refused:
+ * gone) ends the server; during a run it first kills the run's process
+ * group, which must not outlive a harness that was interrupted before it
+ * learnt the run's pid. A program the server cannot stand for is refused:
  * one with a second thread already (a fork keeps only the calling thread).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +129,43 @@ static void become_run(char *req, size_t len, const int fds[3])
 	}
 }
 
+/*
+ * Wait for the run PID to end; its wait status. The harness sends nothing
+ * during a run: the socket turning readable means it is gone (end of
+ * file), and then the run's group is killed and the server ends. Without
+ * pidfd_open (Linux before 5.3) the wait is a plain waitpid.
+ */
+static int wait_run(pid_t pid)
+{
+	int status, pfd = syscall(SYS_pidfd_open, pid, 0);
+	pid_t w;
+
+	if (pfd >= 0) {
+		struct pollfd p[2] = { { pfd, POLLIN, 0 }, { serve_fd, POLLIN, 0 } };
+
+		for (;;) {
+			int n = poll(p, 2, -1);
+
+			if (n < 0 && errno != EINTR)
+				break;
+			if (n > 0 && p[0].revents)
+				break;
+			if (n > 0 && p[1].revents) {
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+				while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+					;
+				_exit(0);
+			}
+		}
+		close(pfd);
+	}
+	do
+		w = waitpid(pid, &status, 0);
+	while (w < 0 && errno == EINTR);
+	return w < 0 ? 127 << 8 : status;
+}
+
 /* receive one request: its length, 0 at end of file; fds[] get 3 descriptors */
 static ssize_t receive(char *req, size_t size, int fds[3])
 {
@@ -198,9 +239,9 @@ void cc_serve(void)
 	}
 	say("ready %ld", (long)syscall(SYS_getpid));
 	for (;;) {
-		int fds[3], status;
+		int fds[3];
 		ssize_t n = receive(req, sizeof(req), fds);
-		pid_t pid, w;
+		pid_t pid;
 
 		if (n <= 0)
 			_exit(n < 0 ? 2 : 0);
@@ -217,9 +258,6 @@ void cc_serve(void)
 			continue;
 		}
 		say("pid %ld", (long)pid);
-		do
-			w = waitpid(pid, &status, 0);
-		while (w < 0 && errno == EINTR);
-		say("exit %ld %d", (long)pid, w < 0 ? 127 << 8 : status);
+		say("exit %ld %d", (long)pid, wait_run(pid));
 	}
 }

@@ -409,6 +409,21 @@ def _kill_group(pgid):
 
 # ---------------------------------------------------------------- fork server
 
+CLOSE_WAIT = 5.0    # seconds a fork server has to go after end of file
+
+
+def _exited(pid, timeout):
+    """Whether our child pid exits within timeout seconds (not reaped)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return False
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
 class ServerUnavailable(Exception):
     """The program cannot be served (faults/serve.c), or its server is
     gone: run it the ordinary way."""
@@ -500,43 +515,21 @@ class ForkServer:
             [os.fsencode(cwd)] +
             [os.fsencode(f"{k}={v}" if v is not None else k)
              for k, v in settings.items()])
+        if self._sock is None:
+            raise ServerUnavailable("the fork server is closed")
         with _capture_file("stdout") as out, _capture_file("stderr") as err:
             start = time.monotonic()
             try:
-                socket.send_fds(self._sock, [request],
-                                [self._null, out.fileno(), err.fileno()])
-            except OSError as e:
-                raise ServerUnavailable(f"fork server: {e.strerror}") from None
-            try:
-                # it answers as soon as it has forked
-                started = self._receive(timeout)
-            except subprocess.TimeoutExpired:
-                raise ServerUnavailable("the fork server does not answer") from None
-            if started.startswith("fail "):
-                raise ServerUnavailable(started[len("fail "):])
-            pid = int(started.split()[1])
-            timed_out = False
-            try:
-                try:
-                    done = self._receive(timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    _kill_group(pid)
-                    done = self._receive(None)
+                status, timed_out = self._one_run(request, out, err, timeout)
             except BaseException:
-                # interrupted, or the server died under its run: the
-                # run's group must not outlive us either way
-                _kill_group(pid)
+                # Interrupted, or the server went wrong: it is done with.
+                # End of file makes it kill a run whose pid we missed.
+                self.close()
                 raise
-            # children the run left in its group must not outlive it
-            _kill_group(pid)
             duration = time.monotonic() - start
-            word, done_pid, status = done.split()
-            if word != "exit" or int(done_pid) != pid:
-                raise ServerUnavailable(f"unexpected answer {done!r}")
             stdout, out_cut = _read_capped(out, OUTPUT_CAP)
             stderr, err_cut = _read_capped(err, OUTPUT_CAP)
-        rc = os.waitstatus_to_exitcode(int(status))
+        rc = os.waitstatus_to_exitcode(status)
         return Run(argv=list(self.argv),
                    status=rc if rc >= 0 else None,
                    signal=-rc if rc < 0 else None,
@@ -545,8 +538,46 @@ class ForkServer:
                    stdout_truncated=out_cut, stderr_truncated=err_cut,
                    trace_path=Path(trace) if trace is not None else None)
 
+    def _one_run(self, request, out, err, timeout):
+        """(wait status, timed out) of the run of request."""
+        try:
+            socket.send_fds(self._sock, [request],
+                            [self._null, out.fileno(), err.fileno()])
+        except OSError as e:
+            raise ServerUnavailable(f"fork server: {e.strerror}") from None
+        try:
+            # it answers as soon as it has forked
+            started = self._receive(timeout)
+        except subprocess.TimeoutExpired:
+            raise ServerUnavailable("the fork server does not answer") from None
+        if started.startswith("fail "):
+            raise ServerUnavailable(started[len("fail "):])
+        word, pid = started.split()
+        if word != "pid":
+            raise ServerUnavailable(f"unexpected answer {started!r}")
+        pid = int(pid)
+        timed_out = False
+        try:
+            try:
+                done = self._receive(timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(pid)
+                done = self._receive(None)
+        finally:
+            # at the time limit, interrupted, or done: the run's group
+            # (children it left included) must not outlive it
+            _kill_group(pid)
+        word, done_pid, status = done.split()
+        if word != "exit" or int(done_pid) != pid:
+            raise ServerUnavailable(f"unexpected answer {done!r}")
+        return int(status), timed_out
+
     def close(self):
-        """End the server and reap it."""
+        """End the server and reap it. End of file on its socket ends
+        it, and a run it is waiting for (we were interrupted before we
+        knew its pid) is killed first; one that does not go (a program
+        that never became a server) is killed."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -555,10 +586,9 @@ class ForkServer:
             self._null = None
         if self.pid is not None:
             pid, self.pid = self.pid, None
-            # Between runs it has nothing to finish (and a program that
-            # never became a server, nothing we want finished).
-            _kill_group(pid)
             try:
+                if not _exited(pid, CLOSE_WAIT):
+                    _kill_group(pid)
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass

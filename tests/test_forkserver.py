@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -166,6 +167,42 @@ def test_time_limit_kills_the_runs_group(tmp_path, home):
         time.sleep(0.05)
     else:
         pytest.fail("the run's background child outlived the time limit")
+
+
+def gone(pid, within=10):
+    """Whether pid is gone (or a zombie) within that many seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(") ", 1)[1].startswith("Z"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home):
+    """Interrupted after asking for a run and before learning its pid,
+    the harness can only close the socket: the server then kills the
+    run's group and ends."""
+    pidfile = tmp_path / "pid"
+    argv = ["/bin/sh", "-c", f"echo $$ > {pidfile}; sleep 300 & wait"]
+    server = serve(argv, home)
+    server_pid = server.pid
+    with runner._capture_file("o") as out:
+        socket.send_fds(server._sock, [os.fsencode(str(tmp_path))],
+                        [server._null, out.fileno(), out.fileno()])
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.01)
+        start = time.monotonic()
+        server.close()
+        assert time.monotonic() - start < runner.CLOSE_WAIT
+    assert gone(int(pidfile.read_text()))
+    assert gone(server_pid)
 
 
 def build(tmp_path, name, source, *flags):
