@@ -91,22 +91,27 @@ static int thread_count(void)
 
 /*
  * In the child: take the request's descriptors and settings. A request the
- * child cannot follow ends it with status 127 and a line on its stderr,
- * which the harness reports as the run's.
+ * child cannot follow ends it with status 2 and a line on its stderr,
+ * which the harness reports as the run's (127, silently, when not even
+ * the descriptors can be put in place).
  */
-static void become_run(char *req, size_t len, const int fds[3])
+static void become_run(char *req, size_t len, int fds[3])
 {
 	char *p = req, *end = req + len;
 	const char *cwd = req;
 
+	/* above 2 first, so that no dup2 below overwrites another's source
+	 * (only possible if a constructor closed the server's stdio) */
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] <= 2 && (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0)
+			_exit(127);
+	}
 	for (int i = 0; i < 3; i++) {
 		if (dup2(fds[i], i) < 0)
 			_exit(127);
 	}
-	for (int i = 0; i < 3; i++) {
-		if (fds[i] > 2)
-			close(fds[i]);
-	}
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
 	close(serve_fd);
 	serve_fd = -1;
 	if (setsid() < 0)
