@@ -218,10 +218,16 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             # The leader is gone; children it left in its group must not
             # outlive the case (they could still write into the scratch).
             _kill_group(proc.pid)
-        duration = time.monotonic() - start
-        stdout, out_cut = _read_capped(out, OUTPUT_CAP)
-        stderr, err_cut = _read_capped(err, OUTPUT_CAP)
-    rc = proc.returncode
+        return _ended(argv, proc.returncode, timed_out, start, out, err, trace)
+
+
+def _ended(argv, rc, timed_out, start, out, err, trace):
+    """The Run of argv, started at monotonic time START, ended now with
+    Popen's returncode RC (-N: signal N); its output read from OUT and
+    ERR."""
+    duration = time.monotonic() - start
+    stdout, out_cut = _read_capped(out, OUTPUT_CAP)
+    stderr, err_cut = _read_capped(err, OUTPUT_CAP)
     return Run(argv=list(argv),
                status=rc if rc >= 0 else None,
                signal=-rc if rc < 0 else None,
@@ -526,17 +532,8 @@ class ForkServer:
                 # End of file makes it kill a run whose pid we missed.
                 self.close()
                 raise
-            duration = time.monotonic() - start
-            stdout, out_cut = _read_capped(out, OUTPUT_CAP)
-            stderr, err_cut = _read_capped(err, OUTPUT_CAP)
-        rc = os.waitstatus_to_exitcode(status)
-        return Run(argv=list(self.argv),
-                   status=rc if rc >= 0 else None,
-                   signal=-rc if rc < 0 else None,
-                   timed_out=timed_out, duration=duration,
-                   stdout=stdout, stderr=stderr,
-                   stdout_truncated=out_cut, stderr_truncated=err_cut,
-                   trace_path=Path(trace) if trace is not None else None)
+            return _ended(self.argv, os.waitstatus_to_exitcode(status),
+                          timed_out, start, out, err, trace)
 
     def _one_run(self, request, out, err, timeout):
         """(wait status, timed out) of the run of request."""
