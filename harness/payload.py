@@ -52,15 +52,25 @@ _ZEROS = bytes(BLOCK)
 MAX_RUNS = 8
 
 
-def _filler(seed, version, index, length):
+@functools.lru_cache(maxsize=4096)
+def _filler(seed, version, index):
+    """(filler of a whole block, its CRC-32). Block i's filler is the same
+    in every payload of a seed and version (only the tag holds the size),
+    so a sweep over many sizes makes each once: 16 MiB of them at most."""
     key = b"crashcheck payload seed=%d version=%d block=%d" % (seed, version, index)
-    return hashlib.shake_128(key).digest(length)
+    rest = hashlib.shake_128(key).digest(BLOCK - TAG_SIZE)
+    return rest, zlib.crc32(rest)
 
 
 def _block(size, version, seed, index):
     length = min(BLOCK, size - index * BLOCK)
-    rest = _filler(seed, version, index, max(0, length - TAG_SIZE))
-    tag = _TAG.pack(version, MAGIC, index, size, zlib.crc32(rest))
+    rest, crc = _filler(seed, version, index)
+    if length < BLOCK:
+        # SHAKE is an extendable-output function: a shorter digest is the
+        # start of the longer one
+        rest = rest[:max(0, length - TAG_SIZE)]
+        crc = zlib.crc32(rest)
+    tag = _TAG.pack(version, MAGIC, index, size, crc)
     return (tag + rest)[:length]
 
 
