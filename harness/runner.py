@@ -435,6 +435,18 @@ class ServerUnavailable(Exception):
     gone: run it the ordinary way."""
 
 
+def _answer(msg, word, count):
+    """The COUNT integers of the server's message "WORD N...", or
+    ServerUnavailable."""
+    parts = msg.split()
+    try:
+        if parts[0] == word and len(parts) == count + 1:
+            return [int(p) for p in parts[1:]]
+    except (IndexError, ValueError):
+        pass
+    raise ServerUnavailable(f"unexpected answer {msg!r}")
+
+
 class ForkServer:
     """One program, exec'd once and forked for each run.
 
@@ -493,6 +505,8 @@ class ForkServer:
             theirs.close()
             if sink is not None:
                 os.close(sink)
+            if self.pid is not None:
+                _kill_group(self.pid)   # it runs nothing of ours to wait for
             self.close()
             raise
 
@@ -549,10 +563,7 @@ class ForkServer:
             raise ServerUnavailable("the fork server does not answer") from None
         if started.startswith("fail "):
             raise ServerUnavailable(started[len("fail "):])
-        word, pid = started.split()
-        if word != "pid":
-            raise ServerUnavailable(f"unexpected answer {started!r}")
-        pid = int(pid)
+        pid, = _answer(started, "pid", 1)
         timed_out = False
         try:
             try:
@@ -565,10 +576,10 @@ class ForkServer:
             # at the time limit, interrupted, or done: the run's group
             # (children it left included) must not outlive it
             _kill_group(pid)
-        word, done_pid, status = done.split()
-        if word != "exit" or int(done_pid) != pid:
+        done_pid, status = _answer(done, "exit", 2)
+        if done_pid != pid:
             raise ServerUnavailable(f"unexpected answer {done!r}")
-        return int(status), timed_out
+        return status, timed_out
 
     def close(self):
         """End the server and reap it. End of file on its socket ends
