@@ -169,7 +169,9 @@ class Sweep:
         # Cases go out and results come back a few at a time: one message
         # per case costs the three processes more than a short case does.
         chunk = max(1, min(8, len(cases) // (jobs * 8)))
-        self._pool, results = pool.start(self.run_case, cases, jobs, chunk)
+        # each process ends its fork server (faults/serve.c) as it leaves
+        self._pool, results = pool.start(self.run_case, cases, jobs, chunk,
+                                         at_exit=self.judge().close_server)
         self._ahead = zip(cases, results)
         self._done = {}
         self._left = len(cases)

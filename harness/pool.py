@@ -12,6 +12,7 @@ ever).
 """
 
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import traceback
@@ -20,14 +21,17 @@ _JOB = None
 _IN_JOB = False     # this worker is inside a job
 
 
-def start(job, items, jobs, chunksize=1):
+def start(job, items, jobs, chunksize=1, at_exit=None):
     """(pool, results): JOB(item) for each of ITEMS in JOBS processes;
     results yields (value, None), or (None, the traceback) where the job
     raised, in the order of ITEMS. The caller closes the pool once every
-    result is in, or terminates it to stop early (stop() does either)."""
+    result is in, or terminates it to stop early (stop() does either).
+    AT_EXIT() runs in each process when it leaves after its last item
+    (not when the pool is terminated)."""
     global _JOB
     _JOB = job
-    pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_init)
+    pool = multiprocessing.get_context("fork").Pool(
+        jobs, initializer=_init, initargs=(at_exit,))
     return pool, pool.imap(_run, items, chunksize=chunksize)
 
 
@@ -41,11 +45,13 @@ def stop(pool, finished):
     pool.join()
 
 
-def _init():
+def _init(at_exit):
     # A handler, not SIG_IGN: programs must not inherit an ignored SIGINT
     # across exec.
     signal.signal(signal.SIGINT, lambda signum, frame: None)
     signal.signal(signal.SIGTERM, _exit)
+    if at_exit is not None:
+        multiprocessing.util.Finalize(None, at_exit, exitpriority=0)
 
 
 def _exit(signum, frame):

@@ -267,6 +267,26 @@ def _write_input(path, data):
     _INPUT_STAMP[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _empty_scratch(scratch):
+    """Empty a scratch for another combo, all but the WORK directory
+    itself, which is emptied in turn. OSError when something cannot go."""
+    with os.scandir(scratch) as it:
+        entries = [e for e in it if e.name != WORK]
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path)
+        else:
+            os.unlink(e.path)
+    work = os.path.join(scratch, WORK)
+    if os.path.islink(work) or not os.path.isdir(work):
+        try:
+            os.unlink(work)     # a program's doing: prepare makes it again
+        except FileNotFoundError:
+            pass
+    else:
+        clear_dir(work)
+
+
 def clear_dir(path):
     """Empty a directory: a run leaves a few files there, which costs
     less to remove one by one than the tree and make it again. OSError
@@ -611,8 +631,8 @@ class Judge:
         # caller removes the root at the end); None: a fresh one per case.
         self.scratch_root = None
         self._scratch = self._scratch_combo = None
-        self._server = self._server_combo = None
-        self._unservable = set()    # combos whose program cannot be served
+        self._server = self._server_key = None    # key: its command line
+        self._unservable = set()    # command lines that cannot be served
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
@@ -743,21 +763,30 @@ class Judge:
                 shutil.rmtree(scratch, ignore_errors=True)
                 if scratch == self._scratch:
                     self._scratch = self._scratch_combo = None
+                    self.close_server()     # it started in what is gone
 
     def scratch_for(self, combo):
         """(scratch directory, reuse_input) for a fault case. One scratch
         is used case after case under scratch_root: a run of the combo
         before left the input, and the rest is emptied (runs are
-        short; making and removing the tree cost as much as a run). A
-        held case (replay), a full-disk spec or no scratch_root: a fresh
-        directory, removed after."""
+        short; making and removing the tree cost as much as a run). For
+        another combo it is emptied whole, but stays where it is, WORK
+        included: a fork server of the same command line started there.
+        A held case (replay), a full-disk spec or no scratch_root: a
+        fresh directory, removed after."""
         if self.hold or self.scratch_root is None or \
                 getattr(combo.spec, "disk", "normal") == "full":
             return runner.make_scratch(), False
         if self._scratch is not None and self._scratch.is_dir():
             if self._scratch_combo == combo.prefix:
                 return self._scratch, True
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            try:
+                _empty_scratch(self._scratch)
+                self._scratch_combo = combo.prefix
+                return self._scratch, False
+            except OSError:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self.close_server()     # it started in what is gone
         self._scratch = Path(tempfile.mkdtemp(prefix="case-",
                                               dir=self.scratch_root))
         self._scratch_combo = combo.prefix
@@ -765,19 +794,21 @@ class Judge:
 
     def server_for(self, combo, scratch):
         """The fork server of the combo's command line in this process
-        (runner.ForkServer), started on its first case here; None where
-        the case is exec'd: --exec-each, a held case (replay runs the real
-        thing), a full-disk spec, a fresh scratch per case, or a program
-        that cannot be served."""
+        (runner.ForkServer), started on its first case here and kept for
+        the next combos of the same command line (a spec's sizes); None
+        where the case is exec'd: --exec-each, a held case (replay runs
+        the real thing), a full-disk spec, a fresh scratch per case, or a
+        program that cannot be served."""
         if (not self.settings.fork_server or self.hold
                 or scratch != self._scratch
                 or getattr(combo.spec, "disk", "normal") == "full"):
             return None
-        if self._server_combo == combo.prefix:
+        key = tuple(argv_of(combo))
+        if self._server_key == key:
             return self._server
         self.close_server()
-        self._server_combo = combo.prefix
-        if combo.prefix in self._unservable:
+        self._server_key = key
+        if key in self._unservable:
             return None
         # It starts where its runs work, as an exec'd run does: a library
         # may note the directory it was loaded in.
@@ -785,26 +816,25 @@ class Judge:
         work.mkdir(exist_ok=True)
         try:
             self._server = runner.ForkServer(
-                argv_of(combo), home=work,
-                timeout=timeout_of(combo, self.settings))
+                key, home=work, timeout=timeout_of(combo, self.settings))
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.
             # A program our library never reached ran once, as itself,
             # in the case's directory: the case lays it out afresh.
-            self._unservable.add(combo.prefix)
+            self._unservable.add(key)
             self._server = None
             clear_dir(scratch)
         return self._server
 
     def close_server(self, refuse=False):
-        """Stop this process's fork server; refuse: its combo's next
-        cases are exec'd."""
-        if refuse and self._server_combo is not None:
-            self._unservable.add(self._server_combo)
+        """Stop this process's fork server; refuse: the next cases of its
+        command line are exec'd."""
+        if refuse and self._server_key is not None:
+            self._unservable.add(self._server_key)
         if self._server is not None:
             self._server.close()
-        self._server = self._server_combo = None
+        self._server = self._server_key = None
 
     def visible(self, combo, out):
         path = out.workdir / target_name(combo.spec)

@@ -307,13 +307,14 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         mine = [c for c in cases if c.combo == combo and c.plan][:3]
         first = judge.execute(mine[0])
         server = judge._server
-        assert server is not None and judge._server_combo == combo
+        key = judge._server_key
+        assert server is not None and key == tuple(sweep.argv_of(judge.combos[combo]))
         # started where its runs work, as an exec'd run starts
         assert os.readlink(f"/proc/{server.pid}/cwd") == \
             str(judge._scratch / sweep.WORK)
         os.kill(server.pid, signal.SIGKILL)
         rest = [judge.execute(c) for c in mine[1:]]
-        assert combo in judge._unservable and judge._server is None
+        assert key in judge._unservable and judge._server is None
         strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731
         assert [strip(r) for r in [first, *rest]] == \
             [strip(ref.execute(c)) for c in mine]
@@ -394,3 +395,45 @@ def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
         assert execs >= cases
     else:
         assert execs <= 2 + os.cpu_count()
+
+
+def test_one_server_serves_a_command_line_across_sizes(tmp_path):
+    """The combos of one spec and strategy differ in size only: one
+    server in a pool process serves them all, in one scratch emptied
+    between them, WORK kept (the server started there)."""
+    judge, cases = judge_for(tmp_path, True)
+    try:
+        sync = [c for c in cases if c.plan and "-sync-" in c.combo]
+        combos = sorted({c.combo for c in sync})
+        assert len(combos) > 2
+        firsts = [next(c for c in sync if c.combo == k) for k in combos]
+        results, servers, works = [], set(), set()
+        for c in firsts:
+            results.append(judge.execute(c))
+            servers.add(judge._server.pid)
+            works.add(os.stat(judge._scratch / sweep.WORK).st_ino)
+        assert len(servers) == 1 and len(works) == 1
+        ref, _ = judge_for(tmp_path / "ref", False)
+        try:
+            strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731
+            assert [strip(r) for r in results] == \
+                [strip(ref.execute(c)) for c in firsts]
+        finally:
+            sweep.remove_work(ref.settings.work_link)
+            shutil.rmtree(ref.scratch_root, ignore_errors=True)
+    finally:
+        judge.close_server()
+        sweep.remove_work(judge.settings.work_link)
+        shutil.rmtree(judge.scratch_root, ignore_errors=True)
+
+
+def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    sweep.prepare(scratch, b"old", b"new")
+    shutil.rmtree(scratch / sweep.WORK)
+    (scratch / sweep.WORK).write_bytes(b"not a directory")
+    sweep._empty_scratch(scratch)
+    assert list(scratch.iterdir()) == []
+    sweep.prepare(scratch, b"old", b"new")
+    assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
