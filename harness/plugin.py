@@ -16,7 +16,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -217,11 +219,21 @@ def _enabled(config):
     return bool(config.getoption("--cc-spec") or config.getoption("--cc-audit"))
 
 
+def _terminated(signum, frame):
+    """SIGTERM (a CI job cancelled) stops a sweep as ^C does. A SystemExit
+    raised inside a case would be that case's failure, and pytest would go
+    on with the next one; pytest.exit ends the session, stopping the pool
+    and its programs (and fork servers) on the way out."""
+    pytest.exit(f"terminated by signal {signum}", returncode=128 + signum)
+
+
 def pytest_configure(config):
     if not _enabled(config):
         return
     state = Sweep(config)
     config._crashcheck = state
+    if threading.current_thread() is threading.main_thread():
+        state.sigterm = signal.signal(signal.SIGTERM, _terminated)
     if not _is_worker(config):
         state.enumerate()
         wanted = set(config.getoption("--cc-case"))
@@ -416,6 +428,8 @@ def pytest_unconfigure(config):
     state = getattr(config, "_crashcheck", None)
     if state is None:
         return
+    if getattr(state, "sigterm", None) is not None:
+        signal.signal(signal.SIGTERM, state.sigterm)
     if state._judge is not None:
         state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:

@@ -10,6 +10,7 @@ into ours.
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 from . import ROOT, UsageError, tree_path
@@ -163,7 +164,9 @@ def pytest_args(args, spec_paths, out, command):
 
 
 def sweep(argv):
-    """Run pytest; map its status to ours: 0 clean, 1 findings, 2 usage."""
+    """Run pytest; map its status to ours: 0 clean, 1 findings, 2 usage,
+    130 interrupted (^C), 128+N ended by signal N (plugin._terminated),
+    3 anything else (pytest's internal error)."""
     import pytest
     status = pytest.main(argv)
     if status in (PYTEST_OK, PYTEST_NO_TESTS):
@@ -172,6 +175,10 @@ def sweep(argv):
         return 1
     if status == PYTEST_USAGE:
         return 2
+    if status == PYTEST_INTERRUPTED:
+        return 128 + signal.SIGINT
+    if 128 < int(status) < 128 + 65:
+        return int(status)
     return 3
 
 

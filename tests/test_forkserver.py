@@ -437,3 +437,67 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     assert list(scratch.iterdir()) == []
     sweep.prepare(scratch, b"old", b"new")
     assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
+
+
+def _marked(marker):
+    """Live processes whose command line holds marker (bytes: exactly
+    that command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(") ", 1)[1][0]
+        except OSError:
+            continue
+        if (cmd == marker if isinstance(marker, bytes)
+                else marker.encode() in cmd) and state not in "ZX":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("extra", [[], ["--exec-each"]])
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130),
+                                        (signal.SIGTERM, 128 + 15)])
+def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
+                                                             status, extra):
+    """^C (to the whole terminal group) or SIGTERM (a CI job cancelled)
+    while fault cases hang, forked or exec'd: the sweep ends at once with
+    128+N, and neither a server nor a run nor a run's child is left.
+    (SIGTERM used to be taken for the waiting case's failure, and the
+    sweep went on.)"""
+    marker = f"{os.getpid()}.{sig}"
+    sleeper = f"sleep\0{300 + sig}\0".encode()
+    script = (f': {marker}; cat "$1" > "$0" || exit 1; '
+              f'if [ -n "$CRASHCHECK_PLAN" ]; then sleep {300 + sig}; fi')
+    spec = tmp_path / "hang.toml"
+    spec.write_text('name = "hang"\ndescription = "hangs under a plan"\n'
+                    f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
+                    'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
+    proc = subprocess.Popen(
+        [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
+         str(tmp_path / "out"), "--faults", "baseline,eio", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _marked(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _marked(sleeper), "no fault case started"
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == status, err[-2000:]
+    deadline = time.monotonic() + 10
+    while (_marked(marker) or _marked(sleeper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _marked(marker) == [] and _marked(sleeper) == []
