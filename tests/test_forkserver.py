@@ -477,6 +477,8 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     spec.write_text('name = "hang"\ndescription = "hangs under a plan"\n'
                     f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
                     'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
+    shm = runner.scratch_base()
+    before = set(os.listdir(shm))
     proc = subprocess.Popen(
         [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
          str(tmp_path / "out"), "--faults", "baseline,eio", *extra],
@@ -501,3 +503,6 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     while (_marked(marker) or _marked(sleeper)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _marked(marker) == [] and _marked(sleeper) == []
+    # and its scratch directories are gone
+    assert [n for n in set(os.listdir(shm)) - before
+            if n.startswith("crashcheck-")] == []
