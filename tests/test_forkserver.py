@@ -19,7 +19,6 @@ from harness import ROOT, calls, runner, sweep
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
-PROGS = ROOT / "tests" / "progs"
 
 
 @pytest.fixture
