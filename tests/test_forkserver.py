@@ -476,8 +476,6 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     spec.write_text('name = "hang"\ndescription = "hangs under a plan"\n'
                     f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
                     'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
-    shm = runner.scratch_base()
-    before = set(os.listdir(shm))
     proc = subprocess.Popen(
         [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
          str(tmp_path / "out"), "--faults", "baseline,eio", *extra],
@@ -488,6 +486,10 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
         while not _marked(sleeper) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _marked(sleeper), "no fault case started"
+        # the sweep's scratch: where its runs work, and its .work link
+        scratch = {os.path.dirname(os.path.dirname(os.readlink(f"/proc/{p}/cwd")))
+                   for p in _marked(marker)}
+        scratch.add(os.readlink(tmp_path / "out" / ".work"))
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
@@ -503,5 +505,5 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
         time.sleep(0.05)
     assert _marked(marker) == [] and _marked(sleeper) == []
     # and its scratch directories are gone
-    assert [n for n in set(os.listdir(shm)) - before
-            if n.startswith("crashcheck-")] == []
+    assert [d for d in scratch if os.path.exists(d)] == []
+    assert not os.path.lexists(tmp_path / "out" / ".work")
