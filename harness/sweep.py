@@ -407,7 +407,10 @@ def enumerate_cases(specs, settings, log=print):
     # threads of this process would queue on one interpreter.
     jobs = min(settings.jobs, len(all_combos))
     if jobs > 1:
-        workers, results = pool.start(baseline, range(len(all_combos)), jobs)
+        # a few at a time, as the cases go (plugin.Sweep.start_pool)
+        chunk = max(1, min(8, len(all_combos) // (jobs * 8)))
+        workers, results = pool.start(baseline, range(len(all_combos)), jobs,
+                                      chunk)
     else:
         workers, results = None, ((baseline(i), None)
                                   for i in range(len(all_combos)))
