@@ -468,10 +468,12 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     128+N, and neither a server nor a run nor a run's child is left.
     (SIGTERM used to be taken for the waiting case's failure, and the
     sweep went on.)"""
+    # both name this test's processes alone, whatever else runs
     marker = f"{os.getpid()}.{sig}"
-    sleeper = f"sleep\0{300 + sig}\0".encode()
+    nap = f"{300 + sig}.{os.getpid()}"
+    sleeper = f"sleep\0{nap}\0".encode()
     script = (f': {marker}; cat "$1" > "$0" || exit 1; '
-              f'if [ -n "$CRASHCHECK_PLAN" ]; then sleep {300 + sig}; fi')
+              f'if [ -n "$CRASHCHECK_PLAN" ]; then sleep {nap}; fi')
     spec = tmp_path / "hang.toml"
     spec.write_text('name = "hang"\ndescription = "hangs under a plan"\n'
                     f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
@@ -487,18 +489,27 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
             time.sleep(0.05)
         assert _marked(sleeper), "no fault case started"
         # the sweep's scratch: where its runs work, and its .work link
-        scratch = {os.path.dirname(os.path.dirname(os.readlink(f"/proc/{p}/cwd")))
-                   for p in _marked(marker)}
-        scratch.add(os.readlink(tmp_path / "out" / ".work"))
+        scratch = {os.readlink(tmp_path / "out" / ".work")}
+        for p in _marked(sleeper):
+            try:            # the sleeper's directory: SCRATCH_ROOT/case-*/work
+                cwd = os.readlink(f"/proc/{p}/cwd")
+            except OSError:
+                continue    # ended meanwhile
+            scratch.add(os.path.dirname(os.path.dirname(cwd)))
+        assert len(scratch) == 2, scratch
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
             proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:     # the test failed: clean up as a user would
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     assert proc.returncode == status, err[-2000:]
     deadline = time.monotonic() + 10
     while (_marked(marker) or _marked(sleeper)) and time.monotonic() < deadline:
