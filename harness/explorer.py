@@ -272,8 +272,7 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
         elif ev != "crash":
             plain = _plain_args(rec) if rec["call"] in WRITE_CALLS else False
             for w, b in pairs:
-                if not (plain and w._apply_plain(plain)):
-                    w.call(rec, False)
+                w.call(rec, plain)
                 b.skip(index)
             index += 1
     out = {}

@@ -527,6 +527,8 @@ class ForkServer:
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             shared=None, timeout=10.0):
         """One run, as run() would make it with these settings."""
+        if self._sock is None:
+            raise ServerUnavailable("the fork server is closed")
         settings = {"CRASHCHECK_PLAN": plan or None, "CRASHCHECK_TRACE": trace,
                     "CRASHCHECK_WATCH": watch, "CRASHCHECK_SNAPDIR": snapdir,
                     "CRASHCHECK_SHARED": shared, "CRASHCHECK_SNAP": None}
@@ -535,8 +537,6 @@ class ForkServer:
             [os.fsencode(cwd)] +
             [os.fsencode(f"{k}={v}" if v is not None else k)
              for k, v in settings.items()])
-        if self._sock is None:
-            raise ServerUnavailable("the fork server is closed")
         with _capture_file("stdout") as out, _capture_file("stderr") as err:
             start = time.monotonic()
             try:

@@ -270,13 +270,7 @@ def _write_input(path, data):
 def _empty_scratch(scratch):
     """Empty a scratch for another combo, all but the WORK directory
     itself, which is emptied in turn. OSError when something cannot go."""
-    with os.scandir(scratch) as it:
-        entries = [e for e in it if e.name != WORK]
-    for e in entries:
-        if e.is_dir(follow_symlinks=False):
-            shutil.rmtree(e.path)
-        else:
-            os.unlink(e.path)
+    clear_dir(scratch, keep=WORK)
     work = os.path.join(scratch, WORK)
     if os.path.islink(work) or not os.path.isdir(work):
         try:
@@ -287,12 +281,13 @@ def _empty_scratch(scratch):
         clear_dir(work)
 
 
-def clear_dir(path):
-    """Empty a directory: a run leaves a few files there, which costs
-    less to remove one by one than the tree and make it again. OSError
-    when something cannot go (the caller then takes a fresh scratch)."""
+def clear_dir(path, keep=None):
+    """Empty a directory (but for the entry named KEEP): a run leaves a
+    few files there, which costs less to remove one by one than the tree
+    and make it again. OSError when something cannot go (the caller then
+    takes a fresh scratch)."""
     with os.scandir(path) as it:
-        entries = list(it)
+        entries = [e for e in it if e.name != keep]
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             shutil.rmtree(e.path)
@@ -750,7 +745,7 @@ class Judge:
                                   reuse_input=reuse, server=server)
             except runner.ServerUnavailable:
                 # gone under this run: it runs again, exec'd, and so do
-                # the combo's next ones
+                # the next ones of its command line
                 self.close_server(refuse=True)
                 out = execute_run(combo, case.plan, scratch,
                                   timeout_of(combo, self.settings),
@@ -802,9 +797,8 @@ class Judge:
         where the case is exec'd: --exec-each, a held case (replay runs
         the real thing), a full-disk spec, a fresh scratch per case, or a
         program that cannot be served."""
-        if (not self.settings.fork_server or self.hold
-                or scratch != self._scratch
-                or getattr(combo.spec, "disk", "normal") == "full"):
+        # scratch_for gives the others (held, full-disk) a fresh scratch
+        if not self.settings.fork_server or scratch != self._scratch:
             return None
         key = tuple(argv_of(combo))
         if self._server_key == key:
