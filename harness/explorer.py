@@ -252,7 +252,9 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
     in turn; building every other point made a case's cost grow with the
     length of its trace, so the trace is replayed with no point built,
     once for all the models: a record is read once (a plain write's
-    range, _plain_args) and laid on each model's world."""
+    range, _plain_args) and laid on each model's world. RECORDS may hold
+    Moot writes (trace.Lazy.for_exit), passed over where every world
+    allows it."""
     for model in models:
         _check_model(model)
     blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
@@ -270,17 +272,47 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
             for w in worlds:
                 w.snapshot(rec)
         elif ev != "crash":
-            plain = _plain_args(rec) if rec["call"] in WRITE_CALLS else False
-            for w, b in pairs:
-                w.call(rec, plain)
-                b.skip(index)
-            index += 1
+            if rec.__class__ is not Moot:
+                todo = (rec,)
+            elif all(w.knows_clean(rec["ino"]) for w in worlds):
+                # the worlds do not change, so no builder notes them
+                index += len(rec.lines)
+                continue
+            else:
+                todo = rec.full()
+            for rec in todo:
+                plain = _plain_args(rec) if rec["call"] in WRITE_CALLS \
+                    else False
+                for w, b in pairs:
+                    w.call(rec, plain)
+                    b.skip(index)
+                index += 1
     out = {}
     for model, w, b in zip(models, worlds, builders):
         w.exit()
         out[model] = CrashPoint("after exit", recs[-1]["seq"] + 1,
                                 bool(exit_ok), b.states(index), None)
     return out
+
+
+class Moot(dict):
+    """Writes the after-exit replay may pass over unread
+    (trace.Lazy.for_exit): a run of writes to one file that a later
+    successful fsync snapshots whole, with no record between naming the
+    file. It holds the ev, seq, call and ino of the first; len(lines) is
+    how many; full() gives their records, for a world that needs them
+    after all: one where a failed sync left blocks of the file lost (a
+    rewrite brings them back), or that does not know the file."""
+
+    __slots__ = ("lines", "_parse")
+
+    def __init__(self, seq, call, ino, parse, lines):
+        super().__init__(ev="call", seq=seq, call=call, ino=ino)
+        self._parse = parse
+        self.lines = lines
+
+    def full(self):
+        return self._parse(self.lines)
 
 
 def _check_model(model):
@@ -949,6 +981,13 @@ class _World:
         path = rec.get("path")
         return (isinstance(path, str) and bool(self.watch)
                 and os.path.normpath(path) == os.path.normpath(self.watch))
+
+    def knows_clean(self, ino):
+        """Whether the file INO is known and none of its blocks is lost:
+        then a write to it that a later fsync snapshots whole (Moot)
+        changes nothing that fsync leaves as it was."""
+        node = self.inodes.get(ino)
+        return node is not None and not node.lost
 
     def _apply_plain(self, args):
         """Replay a write _plain_args() read, if this world lets it take

@@ -206,6 +206,18 @@ class Outcome:
             return self.trace.faulted()
         return trace.faulted(self.records)
 
+    def calls_after(self, rec):
+        """The call records after REC, in seq order (an iterable)."""
+        if self._records is None and self.trace is not None:
+            return self.trace.calls_after(rec["seq"])
+        return (r for r in trace.calls(self.records) if r["seq"] > rec["seq"])
+
+    def for_exit(self):
+        """The records for explorer.explore_exit (trace.Lazy.for_exit)."""
+        if self._records is None and self.trace is not None:
+            return self.trace.for_exit()
+        return self.records
+
     # made once: a case asks for them a few times, and a Path costs
     @functools.cached_property
     def workdir(self):
@@ -561,12 +573,12 @@ def plan_rules(plan):
     return [r for r in plan.split(";") if r] if plan else []
 
 
-def fault_retried(records):
-    """Whether every call a fault fired on was later made again, on the
-    same file (or the same directory), and succeeded: the program saw the
-    error and retried."""
-    recs = trace.calls(records)
-    faulted = [(i, r) for i, r in enumerate(recs) if r.get("fault")]
+def fault_retried(faulted, calls_after):
+    """Whether every call a fault fired on (of FAULTED, the records
+    Outcome.faulted gives) was later made again, on the same file (or the
+    same directory), and succeeded: the program saw the error and retried.
+    CALLS_AFTER(rec) gives the call records after rec, in seq order."""
+    faulted = [r for r in faulted if r["ev"] == "call" and r.get("fault")]
     if not faulted:
         return False
     family = {"fdatasync": "fsync", "pwrite": "write", "writev": "write",
@@ -580,8 +592,8 @@ def fault_retried(records):
                 and (a.get("ino"), a.get("path")) == (b.get("ino"), b.get("path"))
                 and (a.get("off"), a.get("len")) == (b.get("off"), b.get("len")))
     return all(any(same(r, later) and later.get("ret", -1) >= 0
-                   and not later.get("fault") for later in recs[i + 1:])
-               for i, r in faulted)
+                   and not later.get("fault") for later in calls_after(r))
+               for r in faulted)
 
 
 def on_data_path(records, watch):
@@ -852,7 +864,8 @@ class Judge:
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=on_data_path(faulted, out.workdir),
-            fault_retried=fault_retried(out.records) if run.status == 0 else False,
+            fault_retried=fault_retried(faulted, out.calls_after)
+            if run.status == 0 else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
@@ -869,7 +882,7 @@ class Judge:
         if verdict.ok and run.status == 0:
             # one replay of the trace gives every model's after-exit point
             exits = explorer.explore_exit(
-                out.records, out.snapdir, self.settings.models,
+                out.for_exit(), out.snapdir, self.settings.models,
                 target_name(combo.spec), cap=self.settings.cap,
                 seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
             for m in self.settings.models:

@@ -2,6 +2,7 @@
 answer the questions the harness asks of it: which calls were made, in
 what order, and which planned rules fired how often."""
 
+import bisect
 import errno as _errno
 import json
 import json.scanner
@@ -59,7 +60,7 @@ class Lazy:
     def __init__(self, data, name="<trace>"):
         self.data, self.name = data, name
         self._records = self._faulted = None
-        self.lines = self.evs = None
+        self.lines = self.evs = self.seqs = None
         lines = [line for line in data.split(b"\n") if line]
         heads = list(map(self._HEAD.match, lines))
         if not (all(heads) and all(line.endswith(b"}") for line in lines)):
@@ -70,8 +71,10 @@ class Lazy:
             order = sorted(range(len(lines)), key=seqs.__getitem__)
             lines = [lines[i] for i in order]
             heads = [heads[i] for i in order]
+            seqs = [seqs[i] for i in order]
         self.lines = lines
         self.evs = [m[1] for m in heads]
+        self.seqs = seqs
 
     @classmethod
     def load(cls, path):
@@ -122,6 +125,132 @@ class Lazy:
                 got = faulted(self.records)
             self._faulted = got
         return self._faulted
+
+    def calls_after(self, seq):
+        """The call records after the one of SEQ, in seq order, parsed a
+        few lines at a time as they are asked for: whether a failed call
+        was made again is usually answered by the next call or two
+        (sweep.fault_retried), and the rest of a long trace is never
+        parsed."""
+        done = seq
+        if self.lines is not None and self._records is None:
+            idx = [i for i in range(bisect.bisect_right(self.seqs, seq),
+                                    len(self.lines)) if self.evs[i] == b"call"]
+            pos, n = 0, 4
+            while pos < len(idx):
+                chunk = idx[pos:pos + n]
+                try:
+                    got = parse(b"\n".join(self.lines[i] for i in chunk),
+                                self.name)
+                except TraceError:
+                    break       # the whole trace says where, and what
+                if [r["seq"] for r in got] != [self.seqs[i] for i in chunk]:
+                    break
+                for rec in got:
+                    done = rec["seq"]
+                    yield rec
+                pos, n = pos + n, min(4 * n, 1024)
+            else:
+                return
+        yield from (r for r in calls(self.records) if r["seq"] > done)
+
+    # The after-exit replay (explorer.explore_exit) needs no write that a
+    # later successful fsync of the same file snapshots whole, when no line
+    # between names the file: the snapshot gives what reads see and the
+    # fsync makes it durable, whatever the writes put there. Such a write
+    # is a line the library writes in one of these shapes (no sync flag;
+    # with or without a fault; a snapshot of that file alone, a range or
+    # whole, or none), read to where its snapshot's object opens: the rest
+    # is told by its braces, for the range's bytes are most of the line
+    # and a pattern costs a step per byte. The fsync is a line of the last
+    # shape, its one snapshot that file whole.
+    _MOOT_WRITE = re.compile(
+        rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(write|pwrite|pwrite64'
+        rb'|writev|pwritev|pwritev2)","n":\d+,"fd":\d+,"path":"[^"\\]*",'
+        rb'"ino":(\d+),(?:"off":-?\d+,)?(?:"len":-?\d+,)?'
+        rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+'
+        rb'(?:,"fault":\{"rule":\d+,"action":"[^"\\]*"\})?'
+        rb'(?:\}\Z|,"snap":\{"files":\{"\2":\{)')
+    _WHOLE_SYNC = re.compile(
+        rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(?:fsync|fdatasync)",'
+        rb'"n":\d+,"fd":\d+,"path":"[^"\\]*","ino":(\d+),"ret":0,"errno":0,'
+        rb'"snap":\{"files":\{"\1":\{"size":\d+,"hash":"[0-9a-f]{16}"'
+        rb'\}\}\}\}')
+
+    def moot_writes(self):
+        """{line index: (call, inode)} of the writes a later fsync makes
+        moot for the after-exit replay (above). A line that mentions the
+        file's inode number anywhere, as a number or in a name, ends the
+        run: a rename of the file, a snapshot of the directory or of the
+        file, a failed sync, a process start; some of these matter and
+        telling them apart is not worth a doubt."""
+        moot, synced = {}, set()
+        sync, write = self._WHOLE_SYNC.fullmatch, self._MOOT_WRITE.match
+        lines = self.lines
+        for i in range(len(lines) - 1, -1, -1):
+            line = lines[i]
+            if synced:
+                m = write(line)
+                if m is not None and m[2] in synced and (
+                        m.end() == len(line) or (
+                            line.find(b"{", m.end()) < 0
+                            and line.endswith(b"}}}}"))) \
+                        and (len(synced) == 1 or not any(
+                            n in line for n in synced if n != m[2])):
+                    moot[i] = (m[1].decode(), int(m[2]))
+                    continue
+            m = sync(line)
+            if m is not None:
+                synced.add(m[1])
+                continue
+            for n in [n for n in synced if n in line]:
+                synced.discard(n)
+        return moot
+
+    def for_exit(self):
+        """The records as explorer.explore_exit needs them: every record
+        parse() gives, in seq order, but each run of writes to one file
+        that moot_writes() names is one explorer.Moot, unparsed (the ev,
+        seq, call and inode of its first, how many, and a way to parse
+        them for a world that wants them after all). A trace with none is
+        parsed whole."""
+        from .explorer import Moot
+        if self._records is not None or self.lines is None:
+            return self.records
+        moot = self.moot_writes()
+        if not moot:
+            return self.records
+        keep = [i for i in range(len(self.lines)) if i not in moot]
+        try:
+            got = parse(b"\n".join(self.lines[i] for i in keep), self.name)
+        except TraceError:
+            return self.records     # the whole trace says where, and what
+        if [r["seq"] for r in got] != [self.seqs[i] for i in keep]:
+            return self.records
+        out, it, run = [], iter(got), None
+        for i, seq in enumerate(self.seqs):
+            w = moot.get(i)
+            if w is None:
+                run = None
+                out.append(next(it))
+            elif run is not None and run["ino"] == w[1]:
+                run.lines.append(i)
+            else:
+                run = Moot(seq, w[0], w[1], self._records_at, [i])
+                out.append(run)
+        return out
+
+    def _records_at(self, indexes):
+        """The records of the lines at INDEXES, as parse() gives them."""
+        try:
+            got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
+            if [r["seq"] for r in got] == [self.seqs[i] for i in indexes]:
+                return got
+        except TraceError:
+            pass
+        # the whole trace words the error, with its line number
+        want = {self.seqs[i] for i in indexes}
+        return [r for r in self.records if r["seq"] in want]
 
     def around(self, call, count):
         """At most COUNT call and crash records in seq order, centred on

@@ -395,6 +395,196 @@ def test_plain_path_refuses_what_the_general_way_refuses():
                             "in a range snapshot")
 
 
+# --- writes a later fsync makes moot (trace.Lazy.for_exit) ----------------
+
+# name: (steps, plan, moot writes). Each step of `ops` is one call.
+MOOT = {
+    "write-then-fsync": ([("open", "target", "w"), ("write", 100),
+                          ("write", 5000), ("pwrite", 10, 3), ("fsync",),
+                          ("close",)], "", 3),
+    "fdatasync": ([("open", "target", "w,append"), ("write", 10),
+                   ("writev", "3,700,5"), ("fdatasync",)], "", 2),
+    # the faulted write is a line of its own shape, and moot too
+    "eintr-retried": ([("open", "target", "w"), ("write", 100),
+                       ("write", 100), ("write", 100), ("fsync",)],
+                      "write#2=EINTR", 3),
+    "short": ([("open", "target", "w"), ("write", 1000), ("write", 1000),
+               ("fsync",)], "write#1=short", 2),
+    # a failed fsync loses blocks: the writes after it are moot by their
+    # shape, but the worlds need them (Moot.full): the last one rewrites
+    # the lost blocks with the same bytes ('a' again, after 25 letters
+    # elsewhere), which only the write call itself says
+    "eio-then-rewrite": ([("open", "target", "rw"), ("pwrite", 5000, 0),
+                          ("fsync",)] + [("pwrite", 1, 9000)] * 25
+                         + [("pwrite", 5000, 0), ("fsync",)],
+                         "fsync#1=EIO", 26),
+    # the rename names the file: the writes before it stay
+    "rename-between": ([("open", "fresh", "w,creat,excl"), ("write", 9),
+                        ("rename", "fresh", "target"), ("write", 5),
+                        ("fsync",)], "", 1),
+    "two-files": ([("open", "target", "w"), ("open", "other", "w,creat"),
+                   ("use", 0), ("write", 10), ("use", 1), ("write", 20),
+                   ("use", 0), ("write", 30), ("fsync",), ("use", 1),
+                   ("write", 5), ("fsync",)], "", 4),
+    # sync flags and O_DIRECT are not moot's shape; nor is a write after
+    # the last fsync
+    "o-sync": ([("open", "target", "w,sync"), ("write", 10), ("fsync",)],
+               "", 0),
+    "after-last-fsync": ([("open", "target", "w"), ("write", 10),
+                          ("fsync",), ("write", 20)], "", 1),
+    # five blocks dirty at exit: more states than a cap of 3, sampled
+    # with the index of the last change, which the moot writes still count
+    "sampled-after": ([("open", "target", "w"), ("write", 10), ("write", 10),
+                       ("fsync",), ("pwrite", 20000, 0)], "", 2),
+    "fork": ([("open", "target", "w"), ("write", 10), ("fork",),
+              ("write", 10), ("fsync",)], "", None),
+    "truncate-between": ([("open", "target", "rw"), ("write", 5000),
+                          ("ftruncate", 10), ("write", 5), ("fsync",)], "", 1),
+}
+
+
+def exit_points(records, snapdir, exit_ok):
+    return [[(m, p.label, p.claimed,
+              [(s.label, s.key, s.why, s.rule) for s in p.states])
+             for m, p in explorer.explore_exit(records, snapdir, cap=cap,
+                                               exit_ok=exit_ok).items()]
+            for cap in (64, 3)]
+
+
+@pytest.mark.parametrize("name", sorted(MOOT))
+def test_moot_writes_leave_the_after_exit_point_as_it_was(tmp_path, built,
+                                                          name, monkeypatch):
+    """The after-exit replay passes over the writes a later fsync
+    snapshots whole (trace.Lazy.for_exit): each model's states, sampled
+    (cap 3) and not, are those of the whole trace's replay; and it passes
+    over the ones the table says."""
+    steps, plan, want = MOOT[name]
+    argv = [built["ops"]] + [str(w) for step in steps for w in step]
+    run = Run(tmp_path, argv, "range", plan, old=payload.make(6000, 1))
+    assert run.run.status == 0, run.run.stderr_text()
+    lazy = trace_mod.Lazy.load(tmp_path / "trace.jsonl")
+    moot = lazy.moot_writes()
+    if want is not None:
+        assert len(moot) == want, sorted(moot)
+    got = lazy.for_exit()
+    assert sum(len(r.lines) if isinstance(r, explorer.Moot) else 1
+               for r in got) == len(run.records)
+    full = []
+    monkeypatch.setattr(explorer.Moot, "full",
+                        lambda self: full.append(self) or self._parse(self.lines))
+    assert exit_points(got, run.snapdir, True) == \
+        exit_points(run.records, run.snapdir, True)
+    # only where a failed sync lost blocks do the worlds ask for them
+    assert bool(full) == (name == "eio-then-rewrite")
+
+
+def test_moot_writes_of_a_file_in_300_pieces(tmp_path, built):
+    run = Run(tmp_path, [built["bench-writer"], 300, "target", "../in/new"],
+              "range", old=payload.make(4096, 1), new=payload.make(20000, 2))
+    assert run.run.status == 0, run.run.stderr_text()
+    lazy = trace_mod.Lazy.load(tmp_path / "trace.jsonl")
+    got = lazy.for_exit()
+    # the 300 writes are one run, read as one
+    assert [len(r.lines) for r in got if isinstance(r, explorer.Moot)] == [300]
+    assert len(got) == len(run.records) - 299
+    assert exit_points(got, run.snapdir, True) == \
+        exit_points(run.records, run.snapdir, True)
+
+
+def test_moot_lines_are_the_library_s_shapes_only(tmp_path, built):
+    """A write line changed so that its record would do more than lay
+    bytes on its file (a directory snapshot, a second file, a sync flag,
+    an escaped path) is no longer moot, and a sync line of another file
+    or without its whole snapshot makes none; a garbled moot line is
+    still parse()'s error once a world asks for it."""
+    argv = [built["ops"], "open", "target", "w", "write", 10, "write", 20,
+            "fsync"]
+    run = Run(tmp_path, [str(a) for a in argv], "range",
+              old=payload.make(6000, 1))
+    data = (tmp_path / "trace.jsonl").read_bytes()
+    lines = data.split(b"\n")
+    w = next(i for i, line in enumerate(lines) if b'"call":"write","n":2' in line)
+    f = next(i for i, line in enumerate(lines) if b'"call":"fsync"' in line)
+    assert sorted(trace_mod.Lazy(data).moot_writes()) == [w - 1, w]
+    ino = re.search(rb'"ino":(\d+)', lines[w])[1]
+
+    def moot_with(i, old, new):
+        changed = list(lines)
+        assert old in changed[i]
+        changed[i] = changed[i].replace(old, new)
+        return sorted(trace_mod.Lazy(b"\n".join(changed)).moot_writes())
+
+    # the first write changed: the second is still moot
+    first = w - 1
+    assert moot_with(first, b'}}}}',
+                     b'},"9":{"size":1,"hash":"0000000000000001"}}}}') == [w]
+    assert moot_with(first, b'"snap":{', b'"snap":{"dir":{"x":1},') == [w]
+    assert moot_with(first, b'"flags":[]', b'"flags":["O_DSYNC"]') == [w]
+    assert moot_with(first, b'/target"', b'/tar\\"get"') == [w]
+    assert moot_with(first, b'"errno":0', b'"errno":0,"dir":true') == [w]
+    assert moot_with(f, b'"ret":0,"errno":0', b'"ret":-1,"errno":5') == []
+    assert moot_with(f, b'"files":{"' + ino, b'"files":{"1' + ino) == []
+    # a line between that names the inode ends the run
+    between = list(lines)
+    between.insert(f, b'{"ev":"call","seq":%d,"call":"close","ino":%s,'
+                   b'"ret":0,"errno":0}' % (int(re.search(
+                       rb'"seq":(\d+)', lines[w])[1]) + 1, ino))
+    assert sorted(trace_mod.Lazy(b"\n".join(between)).moot_writes()) == []
+    # garbled inside the range's bytes: moot by its shape, and parse()'s
+    # error when a world asks for it
+    bad = list(lines)
+    bad[w] = re.sub(rb'"data":"[0-9a-f]{2}', b'"data":"zz', bad[w])
+    got = trace_mod.Lazy(b"\n".join(bad)).for_exit()
+    moot = next(r for r in got if isinstance(r, explorer.Moot))
+    with pytest.raises(trace_mod.TraceError) as e:
+        moot.full()
+    assert f":{w + 1}:" in str(e.value)
+
+
+def test_moot_writes_leave_a_sweep_as_it_was(tmp_path, built, monkeypatch):
+    """Every fault case of a program writing its file in 20 pieces, judged
+    with the after-exit replay passing over moot writes and without: the
+    same results; and the runs that claim success did pass over them."""
+    from harness import spec as specmod, sweep
+    toml = tmp_path / "pieces.toml"
+    toml.write_text(
+        'name = "pieces"\ndescription = "20 writes, then fsync and rename"\n'
+        f'command = ["{built["bench-writer"]}", "20", "{{target}}", "{{new}}"]\n'
+        'contract = "atomic"\nsizes = [9000]\nold = "payload"\n')
+    specs = [specmod.load(toml)]
+    settings = sweep.Settings(out=tmp_path / "out", jobs=1)
+    cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
+    judge = sweep.Judge(specs, settings)
+    judge.scratch_root = runner.make_scratch("crashcheck-test-")
+    passed = []
+    explore_exit = explorer.explore_exit
+
+    def counted(records, *args, **kw):
+        passed.append(sum(len(r.lines) for r in records
+                          if isinstance(r, explorer.Moot)))
+        return explore_exit(records, *args, **kw)
+
+    keys = ("verdict", "passed", "finding", "explanation", "state", "model",
+            "states", "fired", "trace_excerpt", "exit")
+    # a trace this short is parsed whole at once, unless told otherwise
+    monkeypatch.setattr(trace_mod.Lazy, "SMALL", 0)
+    try:
+        monkeypatch.setattr(explorer, "explore_exit", counted)
+        moot = [{k: judge.execute(c)[k] for k in keys} for c in cases]
+        monkeypatch.setattr(trace_mod.Lazy, "for_exit",
+                            lambda self: self.records)
+        whole = [{k: judge.execute(c)[k] for k in keys} for c in cases]
+    finally:
+        judge.close_server()
+        sweep.remove_work(settings.work_link)
+        shutil.rmtree(judge.scratch_root, ignore_errors=True)
+    assert [c.id for c, a, b in zip(cases, moot, whole) if a != b] == []
+    # most runs that claim success wrote all 20 pieces, then fsync'd
+    n = len(passed) // 2
+    assert n > 20 and not any(passed[n:])
+    assert sum(p >= 19 for p in passed[:n]) > n // 2, passed[:n]
+
+
 # --- the range form of the trace -------------------------------------------
 
 INIT = (b'{"ev":"init","seq":0,"watch":"/w","snap":{"dir":{"target":7},'

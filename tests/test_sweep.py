@@ -266,6 +266,12 @@ def test_lazy_trace_answers_like_the_whole_parse(n_calls, pids):
     for target in ["write#1", f"write#{n_calls // 2}", f"write#{n_calls}",
                    "fsync#1", "write#99999", "exit", ""]:
         assert tr.Lazy(data).around(target, 40) == tr.window(calls, target, 40), target
+    # the calls after any record, parsed as they are asked for
+    for rec in full[::7] + full[-2:]:
+        after = [r for r in full if r["ev"] == "call" and r["seq"] > rec["seq"]]
+        assert list(lazy.calls_after(rec["seq"])) == after, rec["seq"]
+        first = next(iter(tr.Lazy(data).calls_after(rec["seq"])), None)
+        assert first == (after[0] if after else None)
     # none of that parsed a long trace whole (a short one is, at once)
     assert (lazy._records is None) == (len(lazy.lines) > tr.Lazy.SMALL)
     assert lazy.records == full
@@ -287,6 +293,15 @@ def test_lazy_trace_falls_back_to_the_whole_parse():
     with pytest.raises(tr.TraceError) as whole:
         tr.parse(broken, "<trace>")
     assert str(e.value) == str(whole.value)
+    # the calls after a record: the good lines before the damage, then
+    # the whole parse's error
+    lazy = tr.Lazy(broken)
+    got = []
+    with pytest.raises(tr.TraceError) as e:
+        for rec in lazy.calls_after(0):
+            got.append(rec["seq"])
+    assert str(e.value) == str(whole.value)
+    assert got and got == sorted(set(got)) and max(got) < 26
 
 
 def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
