@@ -126,16 +126,26 @@ class Lazy:
             self._faulted = got
         return self._faulted
 
-    def calls_after(self, seq):
+    def calls_after(self, seq, needles=()):
         """The call records after the one of SEQ, in seq order, parsed a
         few lines at a time as they are asked for: whether a failed call
         was made again is usually answered by the next call or two
         (sweep.fault_retried), and the rest of a long trace is never
-        parsed."""
+        parsed. With NEEDLES (bytes), only the lines holding all of them
+        are parsed and given, and the lines with white space (JSON the
+        library does not write, which may spell a field otherwise): the
+        caller passes over the others anyway."""
         done = seq
         if self.lines is not None and self._records is None:
+            lines, evs = self.lines, self.evs
             idx = [i for i in range(bisect.bisect_right(self.seqs, seq),
-                                    len(self.lines)) if self.evs[i] == b"call"]
+                                    len(lines)) if evs[i] == b"call"]
+            if needles:
+                first, rest = needles[0], needles[1:]
+                idx = [i for i in idx if (
+                    first in lines[i] and all(n in lines[i] for n in rest))
+                    or b" " in lines[i] or b"\t" in lines[i]
+                    or b"\r" in lines[i]]
             pos, n = 0, 4
             while pos < len(idx):
                 chunk = idx[pos:pos + n]

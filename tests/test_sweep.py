@@ -272,6 +272,18 @@ def test_lazy_trace_answers_like_the_whole_parse(n_calls, pids):
         assert list(lazy.calls_after(rec["seq"])) == after, rec["seq"]
         first = next(iter(tr.Lazy(data).calls_after(rec["seq"])), None)
         assert first == (after[0] if after else None)
+        # with needles: no fewer of the records that hold them
+        if rec["ev"] == "call" and "off" in rec:
+            needles = (b'"off":%d' % rec["off"], b'"call":"write"')
+            got = list(tr.Lazy(data).calls_after(rec["seq"], needles))
+            assert [r["seq"] for r in got] == [
+                r["seq"] for r in after if r["call"] == "write"
+                and str(r["off"]).startswith(str(rec["off"]))]
+    # a line with white space is given whatever it holds: it may spell a
+    # field otherwise
+    spaced = data.replace(b'"call":"write","n":2,', b'"call": "write","n":2,')
+    got = list(tr.Lazy(spaced).calls_after(0, (b"nowhere",)))
+    assert [r["n"] for r in got] == [2]
     # none of that parsed a long trace whole (a short one is, at once)
     assert (lazy._records is None) == (len(lazy.lines) > tr.Lazy.SMALL)
     assert lazy.records == full
