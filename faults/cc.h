@@ -37,9 +37,10 @@ struct cc_shared {
 		uint64_t dev, ino;
 		uint64_t ready;	/* set last: dev and ino are written */
 	} taint[CC_TAINT_MAX];	/* inodes some process may change unseen: mapped MAP_SHARED or used through stdio */
+	uint64_t trace_end;	/* bytes of the trace handed out: where the next line goes */
 };
 
-#define CC_SHARED_MAGIC 0x32766b6368637263ULL	/* "crchckv2" */
+#define CC_SHARED_MAGIC 0x33766b6368637263ULL	/* "crchckv3" */
 
 struct cc_state {
 	struct plan plan;
@@ -49,6 +50,7 @@ struct cc_state {
 	size_t watch_len;
 	const char *snapdir;	/* CRASHCHECK_SNAPDIR, NULL = recorder off */
 	struct cc_shared *sh;	/* counters */
+	bool sh_file;		/* sh is CRASHCHECK_SHARED's, shared by the process tree */
 	bool recorder;		/* trace and snapdir and watch all set */
 	bool snap_full;		/* CRASHCHECK_SNAP=full: no range snapshots */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */

@@ -152,6 +152,7 @@ static void setup_shared(const char *path)
 	    seen != want)
 		cc_die("CRASHCHECK_SHARED '%s' holds the counters of another plan", path);
 	cc.sh = sh;
+	cc.sh_file = true;
 }
 
 /*

@@ -14,12 +14,14 @@
  * falls back to the old, whole way whenever it cannot prove itself.
  *
  * What is left per call is system calls, each as dear as a small write.
- * A write recorded as a range makes seven besides its own: fstat, F_GETFL
+ * A write recorded as a range makes five besides its own: fstat, F_GETFL
  * and lseek before it (preload.c: the "before" state, the flags the line
  * names, the offset), then the fstat and pread of the read-back
- * descriptor (the size after the call, and the proof), the trace's fstat
- * guard and the line. tests/test_recorder.py counts them; the line itself
- * is built without stdio or malloc (struct sb).
+ * descriptor (the size after the call, and the proof). The line is built
+ * without stdio or malloc (struct sb) and copied into a shared mapping of
+ * the trace (trace_put), which cost a fifth of a traced write as a
+ * write(2) and the fstat that guarded it. tests/test_recorder.py counts
+ * them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1049,6 +1051,13 @@ static int trace_open(void)
 	return cc_sys_open(cc.trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
+/* the trace as a shared mapping needs it: read and write, no O_APPEND
+ * (pwrite on an O_APPEND descriptor appends) */
+static int trace_open_rw(void)
+{
+	return cc_sys_open(cc.trace, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+}
+
 /*
  * The lowest number our descriptors (the trace, the read-back ones) may
  * take, 0 = keep none: near the limit, where open() gets only when the
@@ -1087,7 +1096,7 @@ static void trace_fd_reopen(void)
 	trace_fd = -1;	/* gone or the program's: never closed by us */
 	if (!floor)
 		return;
-	fd = trace_open();
+	fd = cc.sh_file ? trace_open_rw() : trace_open();
 	if (fd < 0)
 		return;
 	hi = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
@@ -1103,10 +1112,94 @@ static void trace_fd_reopen(void)
 	trace_ino = st.st_ino;
 }
 
+/*
+ * With CRASHCHECK_SHARED, the process tree shares a mapping of counters
+ * (cc.sh), and the trace is written the way a shared mapping allows: a
+ * line's place is handed out by one atomic add on cc.sh->trace_end, and
+ * the line is copied there through a MAP_SHARED mapping of the trace,
+ * with no system call (the page cache keeps it when the process dies).
+ * The file grows by fallocate(2), which never shrinks it, in steps that
+ * double, so it ends in zeros past the last line; a line that cannot go
+ * through the mapping (another thread holds it, fallocate refused, no
+ * high descriptor) is pwrite(2)n at its place instead.
+ *
+ * A process can die between taking a place and filling it, or half-way
+ * through filling it (SIGKILL from anyone, at any instruction): the
+ * place then holds zeros, or zeros and part of the line. The copy puts
+ * the line's first byte last, so a line whose '{' is there is whole, and
+ * the reader (harness/trace.py, read) keeps of a text line holding a zero
+ * byte only what follows the last zero, and only if that starts a record.
+ * Without CRASHCHECK_SHARED each process's counters are its own, so
+ * lines are appended (O_APPEND), as before.
+ */
+#define TRACE_MAP_MIN (64 << 10)
+static char *tmap;		/* our mapping of the trace, NULL = none */
+static uint64_t tmap_len;	/* its length; the file is at least as long */
+static bool tmap_off;		/* mapping refused once: pwrite from then on */
+
+/* Map the trace to at least END bytes; trace_busy held. */
+static bool trace_map(uint64_t end)
+{
+	uint64_t want = TRACE_MAP_MIN;
+	void *p;
+
+	if (tmap_off || trace_fd < 0)
+		return false;
+	while (want < end || want < 2 * tmap_len)
+		want *= 2;
+	if (syscall(SYS_fallocate, trace_fd, 0, 0L, (long)want) < 0) {
+		tmap_off = true;
+		return false;
+	}
+	if (tmap)
+		p = (void *)syscall(SYS_mremap, tmap, tmap_len, want, MREMAP_MAYMOVE);
+	else
+		p = (void *)syscall(SYS_mmap, NULL, want, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, trace_fd, 0L);
+	if (p == MAP_FAILED) {
+		tmap_off = true;
+		return false;
+	}
+	tmap = p;
+	tmap_len = want;
+	return true;
+}
+
+static bool trace_pwrite(int fd, uint64_t off, const char *buf, size_t len)
+{
+	while (len) {
+		long n = syscall(SYS_pwrite64, fd, buf, len, (long)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return true;
+}
+
+/* LEN bytes of BUF at OFF of the trace, through the mapping where it
+ * can be had; trace_busy held */
+static bool trace_put(uint64_t off, const char *buf, size_t len)
+{
+	if (off + len > tmap_len) {
+		if (!trace_fd_current())
+			trace_fd_reopen();
+		if (!trace_map(off + len))
+			return trace_fd >= 0 && trace_pwrite(trace_fd, off, buf, len);
+	}
+	memcpy(tmap + off + 1, buf + 1, len - 1);
+	__atomic_store_n(tmap + off, buf[0], __ATOMIC_RELEASE);
+	return true;
+}
+
 static void emit(struct sb *sb)
 {
 	static int warned;
 	bool done = false;
+	uint64_t off = 0;
 	int fd;
 
 	sb_lit(sb, "\n");
@@ -1115,16 +1208,23 @@ static void emit(struct sb *sb)
 			cc_warn("trace line dropped: out of memory");
 		goto out;
 	}
+	if (cc.sh_file)
+		off = __atomic_fetch_add(&cc.sh->trace_end, sb->len, __ATOMIC_SEQ_CST);
 	if (try_lock(&trace_busy)) {
-		if (!trace_fd_current())
-			trace_fd_reopen();
-		if (trace_fd >= 0)
-			done = cc_sys_write_all(trace_fd, sb->buf, sb->len) == 0;
+		if (cc.sh_file) {
+			done = trace_put(off, sb->buf, sb->len);
+		} else {
+			if (!trace_fd_current())
+				trace_fd_reopen();
+			if (trace_fd >= 0)
+				done = cc_sys_write_all(trace_fd, sb->buf, sb->len) == 0;
+		}
 		unlock(&trace_busy);
 	}
 	if (!done) {
-		fd = trace_open();
-		if (fd < 0 || cc_sys_write_all(fd, sb->buf, sb->len) < 0) {
+		fd = cc.sh_file ? trace_open_rw() : trace_open();
+		if (fd < 0 || !(cc.sh_file ? trace_pwrite(fd, off, sb->buf, sb->len) :
+				cc_sys_write_all(fd, sb->buf, sb->len) == 0)) {
 			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
 				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
 		}
@@ -1168,6 +1268,16 @@ void cc_trace_init(void)
 		return;
 	sb_init(&sb);
 	first = __atomic_fetch_add(&cc.sh->inits, 1, __ATOMIC_SEQ_CST) == 0;
+	if (first && cc.sh_file) {
+		/* a trace that holds lines already is added to, as O_APPEND did */
+		long long size;
+		uint64_t zero = 0;
+
+		if (cc_sys_stat_ino(cc.trace, NULL, NULL, &size) == 0 && size > 0)
+			__atomic_compare_exchange_n(&cc.sh->trace_end, &zero,
+						    (uint64_t)size, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
 	seq = next_seq();
 	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';

@@ -132,7 +132,17 @@ def run_program(args, plan=""):
         run = runner.run(argv, cwd=os.getcwd(), plan=plan, trace=wd.trace,
                          shared=wd.shared, timeout=args.timeout,
                          passthrough=True)
-        records = trace_mod.load(wd.trace)
+        data = trace_mod.read(wd.trace)
+        if wd.keep_trace:
+            # the user's copy as the library meant it: no zeros past the
+            # end of the shared mapping it was written through
+            try:
+                with open(wd.trace, "wb") as fh:
+                    fh.write(data)
+            except OSError as e:
+                raise UsageError(f"cannot write trace file '{wd.trace}': "
+                                 f"{e.strerror}") from None
+        records = trace_mod.parse(data, wd.trace) if data else []
     return run, records
 
 

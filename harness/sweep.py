@@ -1018,7 +1018,8 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     (d / "trace.txt").write_text("\n".join(excerpt) + "\n")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
-        shutil.copyfile(tr, d / "trace.jsonl")
+        # as the library meant it (trace.clean)
+        (d / "trace.jsonl").write_bytes(trace.read(tr))
     (d / "stderr.txt").write_text(res["stderr"])
     state = d / "state"
     shutil.copytree(out.workdir, state, symlinks=True)

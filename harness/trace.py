@@ -28,18 +28,48 @@ class Fired:
     count: int      # how many calls it fired on
 
 
-def load(path):
-    """All records of a trace file, in file order (which is seq order for
-    one process; several processes append concurrently, so sort by seq
-    where order across processes matters)."""
+def read(path):
+    """The text of a trace file (missing: empty), as clean() gives it."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        return []
+        return b""
     except OSError as e:
         raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
-    return parse(data, path)
+    return clean(data)
+
+
+def clean(data):
+    """Trace text as the library meant it. A process tree sharing a
+    counter file writes its trace through a shared mapping (faults/
+    record.c, trace_put): the file ends in zero bytes past the last line,
+    and a process that died while writing a line leaves zeros, or zeros
+    and part of that line, where the line was to go. The line's first
+    byte is written last, so of a text line holding a zero byte only what
+    follows the last zero can be a whole line: a part of a line written
+    without its newline, then a whole one. A line holds '{"ev":"' only
+    where it starts, so the whole line, if any, starts at the first one
+    after the last zero; the rest is left out, and the lines keep their
+    numbers."""
+    data = data.rstrip(b"\0")
+    if b"\0" not in data:
+        return data
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if b"\0" in line:
+            line = line[line.rindex(b"\0") + 1:]
+            start = line.find(b'{"ev":"')
+            lines[i] = line[start:] if start >= 0 else b""
+    return b"\n".join(lines)
+
+
+def load(path):
+    """All records of a trace file, in file order (which is seq order for
+    one process; several processes append concurrently, so sort by seq
+    where order across processes matters)."""
+    data = read(path)
+    return parse(data, path) if data else []
 
 
 class Lazy:
@@ -79,14 +109,7 @@ class Lazy:
     @classmethod
     def load(cls, path):
         """A trace file (missing: empty), as load() reads it."""
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            data = b""
-        except OSError as e:
-            raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
-        return cls(data, path)
+        return cls(read(path), path)
 
     @property
     def records(self):

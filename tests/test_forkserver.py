@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness import ROOT, calls, runner, sweep
+from harness import ROOT, calls, runner, sweep, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
@@ -50,7 +50,7 @@ def trace_without_pids(path):
     def ino(n):
         return inos.setdefault(int(n), len(inos))
     lines = []
-    for line in path.read_text().splitlines():
+    for line in trace.read(path).decode().splitlines():
         rec = json.loads(line)
         rec.pop("pid", None)
         rec.pop("ppid", None)

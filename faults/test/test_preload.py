@@ -22,6 +22,16 @@ SIZE = 4096
 CONTENT = bytes(ord("a") + (i * 7 + i // 26) % 26 for i in range(SIZE))
 
 
+def trace_records(path):
+    """The records of a trace no process died writing: with
+    CRASHCHECK_SHARED it was written through a shared mapping and ends in
+    zero bytes past its last line, which hold nothing else."""
+    with open(path, "rb") as f:
+        data = f.read().rstrip(b"\0")
+    expect(b"\0" not in data, "no zero byte before the last line", data[-200:])
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+
+
 class Run:
     def __init__(self, mode, plan, preload=None, env=None, old=b"old\n", shared=True,
                  argv=None):
@@ -53,9 +63,7 @@ class Run:
         self.stderr = p.stderr.decode(errors="replace")
         self.recs = []
         if os.path.exists(self.trace):
-            with open(self.trace, encoding="utf-8") as f:
-                for line in f:
-                    self.recs.append(json.loads(line))
+            self.recs = trace_records(self.trace)
             self.recs.sort(key=lambda r: r["seq"])
 
     def calls(self, name):
@@ -455,7 +463,7 @@ def shared_counters_across_processes():
         p = subprocess.run(["/bin/sh", "-c", sh.format(tmp)], env=env,
                            capture_output=True, timeout=30)
         expect(p.returncode == 1, "the second process fails", (p.returncode, p.stderr))
-        recs = [json.loads(line) for line in open(tmp + "/trace")]
+        recs = trace_records(tmp + "/trace")
         ws = [r for r in recs if r["ev"] == "call" and r["call"] == "write"
               and r.get("path", "").endswith("/f")]
         expect([w["n"] for w in ws] == [1, 2] and ws[0]["pid"] != ws[1]["pid"],
