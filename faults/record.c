@@ -1132,7 +1132,7 @@ static void trace_fd_reopen(void)
  * Without CRASHCHECK_SHARED each process's counters are its own, so
  * lines are appended (O_APPEND), as before.
  */
-#define TRACE_MAP_MIN (64 << 10)
+#define TRACE_MAP_MIN 4096
 static char *tmap;		/* our mapping of the trace, NULL = none */
 static uint64_t tmap_len;	/* its length; the file is at least as long */
 static bool tmap_off;		/* mapping refused once: pwrite from then on */

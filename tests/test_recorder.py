@@ -600,7 +600,7 @@ def test_a_mapped_trace_reads_as_its_lines(tmp_path, built):
     assert run.run.status == 0, run.run.stderr_text()
     raw = (tmp_path / "trace.jsonl").read_bytes()
     text = raw.rstrip(b"\0")
-    # grown past its first 64 KiB, by doubling
+    # grown from its first 4 KiB by doubling
     assert len(raw) > len(text) and len(raw) >= 128 << 10
     assert len(raw) & (len(raw) - 1) == 0
     assert b"\0" not in text and trace_mod.read(tmp_path / "trace.jsonl") == text
