@@ -106,6 +106,8 @@ struct cc_rec {
 
 /* raw system calls: the library's own I/O is never intercepted or counted */
 long cc_sys_open(const char *path, int flags, int mode);
+/* open to read for the recorder, leaving the file's access time alone */
+long cc_open_read(int dirfd, const char *path, int flags);
 long cc_sys_close(int fd);
 long cc_sys_write_all(int fd, const void *buf, size_t len);
 long cc_sys_fstat(int fd, struct stat *st);

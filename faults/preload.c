@@ -404,7 +404,7 @@ static void snap_fd(struct cc_rec *r, int fd)
 		return;
 	/* a fresh read-only open: the program's fd may be write-only */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	r->snap_fd = cc_sys_open(proc, O_RDONLY | O_CLOEXEC, 0);
+	r->snap_fd = cc_open_read(AT_FDCWD, proc, O_CLOEXEC);
 	if (r->snap_fd >= 0)
 		r->snap |= SNAP_FILE;
 }
@@ -417,7 +417,7 @@ static void snap_path(struct cc_rec *r, const char *path)
 
 	if (!cc.recorder || r->snap_fd >= 0 || !cc_under_watch(path))
 		return;
-	r->snap_fd = cc_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
+	r->snap_fd = cc_open_read(AT_FDCWD, path, O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (r->snap_fd < 0)
 		return;
 	if (cc_sys_fstat_ino(r->snap_fd, &ino, &mode, NULL) < 0 || !S_ISREG(mode)) {
@@ -444,15 +444,14 @@ static void snap_write(struct cc_rec *r, int fd, const void *buf,
 		r->iov = iov;
 		r->iovcnt = iovcnt;
 		r->off_exact = exact;
-		/* a descriptor open for reading reads back as it is (O_DIRECT
-		 * would want aligned reads); else a kept one of ours */
-		if (r->fdflags >= 0 && (r->fdflags & O_ACCMODE) == O_RDWR &&
-		    !(r->fdflags & O_DIRECT)) {
+		/* a kept descriptor of ours, which leaves the access time
+		 * alone (O_NOATIME); else the program's if it is open for
+		 * reading (O_DIRECT would want aligned reads) */
+		r->snap_fd = cc_fd_reader(fd, &r->st, -1);
+		r->snap_fd_kept = r->snap_fd >= 0;
+		if (r->snap_fd < 0 && r->fdflags >= 0 &&
+		    (r->fdflags & O_ACCMODE) == O_RDWR && !(r->fdflags & O_DIRECT))
 			r->snap_fd = fd;
-		} else {
-			r->snap_fd = cc_fd_reader(fd, &r->st, -1);
-			r->snap_fd_kept = r->snap_fd >= 0;
-		}
 		if (r->snap_fd >= 0) {
 			r->snap_fd_borrowed = true;
 			r->snap |= SNAP_FILE;

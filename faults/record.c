@@ -44,6 +44,21 @@ long cc_sys_open(const char *path, int flags, int mode)
 	return syscall(SYS_openat, AT_FDCWD, path, flags, mode);
 }
 
+/*
+ * Open PATH (at DIRFD) read-only with FLAGS, for the recorder to read a
+ * file the program wrote: with O_NOATIME where we may (the file's owner,
+ * or CAP_FOWNER), so that a program's files do not show that we read
+ * them, and a read-back after each write does not update the inode.
+ */
+long cc_open_read(int dirfd, const char *path, int flags)
+{
+	long fd = syscall(SYS_openat, dirfd, path, flags | O_RDONLY | O_NOATIME, 0);
+
+	if (fd < 0 && errno == EPERM)
+		fd = syscall(SYS_openat, dirfd, path, flags | O_RDONLY, 0);
+	return fd;
+}
+
 long cc_sys_close(int fd)
 {
 	return syscall(SYS_close, fd);
@@ -303,7 +318,7 @@ int cc_fd_reader(int fd, const struct stat *st, int stale)
 	if (!floor)
 		goto out;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	lo = cc_sys_open(proc, O_RDONLY | O_CLOEXEC, 0);
+	lo = cc_open_read(AT_FDCWD, proc, O_CLOEXEC);
 	if (lo < 0)
 		goto out;
 	rd = syscall(SYS_fcntl, lo, F_DUPFD_CLOEXEC, floor);
@@ -877,7 +892,7 @@ static bool snap_fd_stat(struct cc_rec *r, struct stat *st)
 	}
 	r->snap_fd = -1;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
-	fd = cc_sys_open(proc, O_RDONLY | O_CLOEXEC, 0);
+	fd = cc_open_read(AT_FDCWD, proc, O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	/* the caller closes it, whatever comes of it */
@@ -994,8 +1009,8 @@ static void walk_watch(struct sb *sb, bool files)
 				continue;
 			}
 			if (files) {
-				int fd = syscall(SYS_openat, dfd, d->d_name,
-						 O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+				int fd = cc_open_read(dfd, d->d_name, O_CLOEXEC |
+						      O_NOFOLLOW | O_NONBLOCK);
 				struct stat st;
 
 				if (fd < 0)
@@ -1127,8 +1142,8 @@ static void trace_fd_reopen(void)
  * through filling it (SIGKILL from anyone, at any instruction): the
  * place then holds zeros, or zeros and part of the line. The copy puts
  * the line's first byte last, so a line whose '{' is there is whole, and
- * the reader (harness/trace.py, read) keeps of a text line holding a zero
- * byte only what follows the last zero, and only if that starts a record.
+ * the reader (harness/trace.py, clean) keeps of a text line holding a
+ * zero byte only the record that starts after its last zero.
  * Without CRASHCHECK_SHARED each process's counters are its own, so
  * lines are appended (O_APPEND), as before.
  */

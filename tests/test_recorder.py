@@ -585,6 +585,37 @@ def test_moot_writes_leave_a_sweep_as_it_was(tmp_path, built, monkeypatch):
     assert sum(p >= 19 for p in passed[:n]) > n // 2, passed[:n]
 
 
+def test_the_recorder_leaves_access_times_alone(tmp_path, built):
+    """The recorder reads back what each write put in the file, and
+    snapshots whole files, with O_NOATIME: the program's files do not show
+    that it read them. (Under relatime a read updates an access time
+    older than the last change, as the first check shows.)"""
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"x")
+    os.utime(probe, (1000, 2000))
+    probe.read_bytes()
+    if os.stat(probe).st_atime == 1000:
+        pytest.skip("reads do not update access times on this file system")
+    argv = [str(a) for a in (built["ops"], "open", "target", "rw", "write", 100,
+                             "pwrite", 100, 5000, "fsync", "close")]
+    (tmp_path / "work").mkdir()
+    target = tmp_path / "work" / "target"
+    target.write_bytes(payload.make(6000, 1))
+    os.utime(target, (1000, 2000))
+    env = runner.build_env("", tmp_path / "trace.jsonl", tmp_path / "work",
+                           tmp_path / "snaps", tmp_path / "shared",
+                           program=argv[0], cwd=tmp_path / "work")
+    run = runner.run(argv, cwd=tmp_path / "work", preload=False, env=env,
+                     timeout=60)
+    assert run.status == 0, run.stderr_text()
+    records = trace_mod.load(tmp_path / "trace.jsonl")
+    # the writes were read back (ranges), the fsync snapshotted the file
+    assert [r["call"] for r in records if r["ev"] == "call" and r.get("snap")] == \
+        ["write", "pwrite", "fsync"]
+    st = os.stat(target)
+    assert st.st_mtime > 2000 and st.st_atime == 1000
+
+
 # --- the trace through a shared mapping (record.c, trace_put) --------------
 
 def test_a_mapped_trace_reads_as_its_lines(tmp_path, built):
