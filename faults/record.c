@@ -1134,9 +1134,12 @@ static void trace_fd_reopen(void)
  * the line is copied there through a MAP_SHARED mapping of the trace,
  * with no system call (the page cache keeps it when the process dies).
  * The file grows by fallocate(2), which never shrinks it, in steps that
- * double, so it ends in zeros past the last line; a line that cannot go
- * through the mapping (another thread holds it, fallocate refused, no
- * high descriptor) is pwrite(2)n at its place instead.
+ * double, so it ends in zeros past the last line. fallocate also
+ * allocates the pages: a full file system shows as a refused fallocate
+ * here, not as a SIGBUS in the program when a page of a sparse file
+ * cannot be had. A line that cannot go through the mapping (another
+ * thread holds it, fallocate refused, no high descriptor) is pwrite(2)n
+ * at its place instead.
  *
  * A process can die between taking a place and filling it, or half-way
  * through filling it (SIGKILL from anyone, at any instruction): the
