@@ -1061,16 +1061,13 @@ static int trace_busy;		/* try-lock of the three below */
 static int trace_fd = -1;	/* our descriptor of the trace, -1 = none */
 static uint64_t trace_dev, trace_ino;
 
+/* A descriptor of the trace: for the shared mapping (CRASHCHECK_SHARED)
+ * read and write, and no O_APPEND, on which pwrite would append; else
+ * for appending lines. */
 static int trace_open(void)
 {
-	return cc_sys_open(cc.trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-}
-
-/* the trace as a shared mapping needs it: read and write, no O_APPEND
- * (pwrite on an O_APPEND descriptor appends) */
-static int trace_open_rw(void)
-{
-	return cc_sys_open(cc.trace, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	return cc_sys_open(cc.trace, (cc.sh_file ? O_RDWR : O_WRONLY | O_APPEND) |
+			   O_CREAT | O_CLOEXEC, 0644);
 }
 
 /*
@@ -1111,7 +1108,7 @@ static void trace_fd_reopen(void)
 	trace_fd = -1;	/* gone or the program's: never closed by us */
 	if (!floor)
 		return;
-	fd = cc.sh_file ? trace_open_rw() : trace_open();
+	fd = trace_open();
 	if (fd < 0)
 		return;
 	hi = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor);
@@ -1213,6 +1210,14 @@ static bool trace_put(uint64_t off, const char *buf, size_t len)
 	return true;
 }
 
+/* the line SB through FD: at its place OFF with CRASHCHECK_SHARED, else
+ * appended */
+static bool trace_write(int fd, uint64_t off, const struct sb *sb)
+{
+	return cc.sh_file ? trace_pwrite(fd, off, sb->buf, sb->len) :
+			    cc_sys_write_all(fd, sb->buf, sb->len) == 0;
+}
+
 static void emit(struct sb *sb)
 {
 	static int warned;
@@ -1234,15 +1239,13 @@ static void emit(struct sb *sb)
 		} else {
 			if (!trace_fd_current())
 				trace_fd_reopen();
-			if (trace_fd >= 0)
-				done = cc_sys_write_all(trace_fd, sb->buf, sb->len) == 0;
+			done = trace_fd >= 0 && trace_write(trace_fd, off, sb);
 		}
 		unlock(&trace_busy);
 	}
 	if (!done) {
-		fd = cc.sh_file ? trace_open_rw() : trace_open();
-		if (fd < 0 || !(cc.sh_file ? trace_pwrite(fd, off, sb->buf, sb->len) :
-				cc_sys_write_all(fd, sb->buf, sb->len) == 0)) {
+		fd = trace_open();
+		if (fd < 0 || !trace_write(fd, off, sb)) {
 			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
 				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
 		}

@@ -10,7 +10,8 @@ oracle, the power-loss explorer and the reports are the same.
 The plugin learns about the audit from <out>/.audit/ (its --cc-audit
 option names the file): audit.json (what `load` reads back into an
 AuditSpec) and a copy of the old and the new content, made once from the
-user's files, which are only read. The directory goes when the audit ends, unless --keep.
+user's files, which are only read. The directory goes when the audit
+ends, unless --keep.
 
 Inside a run the program's working directory is the scratch work directory
 holding the target; `{target}` in its arguments is the target's name there,

@@ -280,11 +280,11 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
                 continue
             else:
                 todo = rec.full()
-            for rec in todo:
-                plain = _plain_args(rec) if rec["call"] in WRITE_CALLS \
+            for one in todo:
+                plain = _plain_args(one) if one["call"] in WRITE_CALLS \
                     else False
                 for w, b in pairs:
-                    w.call(rec, plain)
+                    w.call(one, plain)
                     b.skip(index)
                 index += 1
     out = {}

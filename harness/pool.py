@@ -21,6 +21,14 @@ _JOB = None
 _IN_JOB = False     # this worker is inside a job
 
 
+def chunk_size(items, jobs, most):
+    """How many of ITEMS travel to a process, and back, in one message:
+    at most MOST (one message per item costs the processes more than a
+    short item does), but at least 8 chunks per process, so that the
+    last ones balance."""
+    return max(1, min(most, items // (jobs * 8)))
+
+
 def start(job, items, jobs, chunksize=1, at_exit=None):
     """(pool, results): JOB(item) for each of ITEMS in JOBS processes;
     results yields (value, None), or (None, the traceback) where the job

@@ -418,18 +418,6 @@ def _kill_group(pgid):
 CLOSE_WAIT = 5.0    # seconds a fork server has to go after end of file
 
 
-def _exited(pid, timeout):
-    """Whether our child pid exits within timeout seconds (not reaped)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return False
-    try:
-        return bool(select.select([pidfd], [], [], timeout)[0])
-    finally:
-        os.close(pidfd)
-
-
 class ServerUnavailable(Exception):
     """The program cannot be served (faults/serve.c), or its server is
     gone: run it the ordinary way."""
@@ -593,10 +581,12 @@ class ForkServer:
             os.close(self._null)
             self._null = None
         if self.pid is not None:
-            pid, self.pid = self.pid, None
+            proc, self.pid = _Spawned(self.pid, self.argv), None
             try:
-                if not _exited(pid, CLOSE_WAIT):
-                    _kill_group(pid)
-                os.waitpid(pid, 0)
+                try:
+                    _wait(proc, CLOSE_WAIT)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc.pid)
+                    proc.wait()
             except ChildProcessError:
                 pass

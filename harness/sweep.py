@@ -209,13 +209,13 @@ class Outcome:
     def calls_after(self, rec, needles=()):
         """The call records after REC, in seq order (an iterable); maybe
         only those whose line holds NEEDLES (trace.Lazy.calls_after)."""
-        if self._records is None and self.trace is not None:
+        if self.trace is not None:
             return self.trace.calls_after(rec["seq"], needles)
         return (r for r in trace.calls(self.records) if r["seq"] > rec["seq"])
 
     def for_exit(self):
         """The records for explorer.explore_exit (trace.Lazy.for_exit)."""
-        if self._records is None and self.trace is not None:
+        if self.trace is not None:
             return self.trace.for_exit()
         return self.records
 
@@ -416,9 +416,8 @@ def enumerate_cases(specs, settings, log=print):
     jobs = min(settings.jobs, len(all_combos))
     if jobs > 1:
         # a few at a time, as the cases go (plugin.Sweep.start_pool)
-        chunk = max(1, min(8, len(all_combos) // (jobs * 8)))
         workers, results = pool.start(baseline, range(len(all_combos)), jobs,
-                                      chunk)
+                                      pool.chunk_size(len(all_combos), jobs, 8))
     else:
         workers, results = None, ((baseline(i), None)
                                   for i in range(len(all_combos)))

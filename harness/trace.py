@@ -122,6 +122,20 @@ class Lazy:
     # it anyway, and one parse costs less than two of parts
     SMALL = 64
 
+    def _lines(self, indexes):
+        """The records of the lines at INDEXES alone, as parse() gives
+        them; None when parse() refuses them or gives other records than
+        those lines (the whole trace then says where, and what)."""
+        try:
+            got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
+        except TraceError:
+            return None
+        seqs = self.seqs
+        if len(got) != len(indexes) or any(
+                r["seq"] != seqs[i] for r, i in zip(got, indexes)):
+            return None
+        return got
+
     def _parse(self, indexes):
         if self._records is not None or self.lines is None \
                 or len(self.lines) <= self.SMALL \
@@ -130,11 +144,7 @@ class Lazy:
             # (a program that retries a failing write for ever leaves a
             # trace of nothing but faulted calls)
             return None
-        try:
-            got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
-        except TraceError:
-            return None         # the whole trace says where, and what
-        return got if len(got) == len(indexes) else None
+        return self._lines(indexes)
 
     def faulted(self):
         """The records of the calls a fault fired on, and crash records,
@@ -171,14 +181,9 @@ class Lazy:
                     or b"\r" in lines[i]]
             pos, n = 0, 4
             while pos < len(idx):
-                chunk = idx[pos:pos + n]
-                try:
-                    got = parse(b"\n".join(self.lines[i] for i in chunk),
-                                self.name)
-                except TraceError:
+                got = self._lines(idx[pos:pos + n])
+                if got is None:
                     break       # the whole trace says where, and what
-                if [r["seq"] for r in got] != [self.seqs[i] for i in chunk]:
-                    break
                 for rec in got:
                     done = rec["seq"]
                     yield rec
@@ -253,13 +258,9 @@ class Lazy:
         moot = self.moot_writes()
         if not moot:
             return self.records
-        keep = [i for i in range(len(self.lines)) if i not in moot]
-        try:
-            got = parse(b"\n".join(self.lines[i] for i in keep), self.name)
-        except TraceError:
+        got = self._lines([i for i in range(len(self.lines)) if i not in moot])
+        if got is None:
             return self.records     # the whole trace says where, and what
-        if [r["seq"] for r in got] != [self.seqs[i] for i in keep]:
-            return self.records
         out, it, run = [], iter(got), None
         for i, seq in enumerate(self.seqs):
             w = moot.get(i)
@@ -274,16 +275,13 @@ class Lazy:
         return out
 
     def _records_at(self, indexes):
-        """The records of the lines at INDEXES, as parse() gives them."""
-        try:
-            got = parse(b"\n".join(self.lines[i] for i in indexes), self.name)
-            if [r["seq"] for r in got] == [self.seqs[i] for i in indexes]:
-                return got
-        except TraceError:
-            pass
-        # the whole trace words the error, with its line number
-        want = {self.seqs[i] for i in indexes}
-        return [r for r in self.records if r["seq"] in want]
+        """The records of the lines at INDEXES, as parse() gives them (or
+        the whole trace's error, which words it with its line number)."""
+        got = self._lines(indexes)
+        if got is None:
+            want = {self.seqs[i] for i in indexes}
+            got = [r for r in self.records if r["seq"] in want]
+        return got
 
     def around(self, call, count):
         """At most COUNT call and crash records in seq order, centred on
