@@ -46,6 +46,8 @@ struct cc_state {
 	struct plan plan;
 	const char *plan_text;	/* CRASHCHECK_PLAN, NULL = none */
 	const char *trace;	/* CRASHCHECK_TRACE, NULL = no trace */
+	uint64_t trace_from;	/* CRASHCHECK_TRACE_FROM: calls before this seq are
+				 * not recorded (a lite call, cc_rec.lite); 0 = all */
 	const char *watch;	/* CRASHCHECK_WATCH, NULL = none */
 	size_t watch_len;
 	const char *snapdir;	/* CRASHCHECK_SNAPDIR, NULL = recorder off */
@@ -102,6 +104,8 @@ struct cc_rec {
 	const struct iovec *iov;	/* the vector as passed down */
 	int iovcnt;
 	bool off_exact;		/* off is where the bytes went (pwrite on O_APPEND: not) */
+	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
+				 * and done as if untraced; a line only if a rule fired */
 };
 
 /* raw system calls: the library's own I/O is never intercepted or counted */

@@ -199,6 +199,23 @@ static void cc_init(void)
 		cc_sys_close(fd);
 		cc.trace = v;
 	}
+	cc.trace_from = 0;
+	v = getenv("CRASHCHECK_TRACE_FROM");
+	if (v && *v) {
+		char *end;
+
+		errno = 0;
+		cc.trace_from = strtoull(v, &end, 10);
+		if (*end || errno || v[0] < '0' || v[0] > '9')
+			cc_die("CRASHCHECK_TRACE_FROM '%s' is not a sequence number", v);
+		if (!cc.trace)
+			cc_die("CRASHCHECK_TRACE_FROM is set but CRASHCHECK_TRACE is not");
+		/* the explorer replays a trace from its start: one that starts
+		 * late has nothing to replay, and its snapshots would be lost */
+		if (getenv("CRASHCHECK_SNAPDIR"))
+			cc_die("CRASHCHECK_TRACE_FROM is set with CRASHCHECK_SNAPDIR: "
+			       "a trace that starts late cannot be replayed");
+	}
 
 	cc.watch = abs_dir_env("CRASHCHECK_WATCH", watch_buf, sizeof(watch_buf), false);
 	cc.watch_len = cc.watch ? strlen(cc.watch) : 0;
@@ -332,11 +349,21 @@ static void rec_init(struct cc_rec *r, int call)
 	r->iov = NULL;
 	r->iovcnt = 0;
 	r->off_exact = false;
+	/* the seq its line would get is at least this one: a call seen
+	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
+	r->lite = cc.trace_from &&
+		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
+}
+
+/* the call is recorded: a trace, and the call not before its start */
+static bool tracing(const struct cc_rec *r)
+{
+	return cc.trace && !r->lite;
 }
 
 static bool want_path(const struct cc_rec *r)
 {
-	return cc.trace || cc.has_glob[r->call];
+	return tracing(r) || cc.has_glob[r->call];
 }
 
 static void stat_fd(struct cc_rec *r, int fd)
@@ -376,7 +403,7 @@ static void use_fd(struct cc_rec *r, int fd, bool flags)
 		return;
 	stat_fd(r, fd);
 	cc_fd_path_st(fd, r->has_st ? &r->st : NULL, r->path, sizeof(r->path));
-	if (!cc.trace)
+	if (!tracing(r))
 		return;
 	if (flags) {
 		r->fdflags = syscall(SYS_fcntl, fd, F_GETFL);
@@ -643,7 +670,7 @@ static int pos_plan(const struct cc_rec *r)
 
 static long long cur_pos(const struct cc_rec *r, int fd)
 {
-	if (!cc.trace || pos_plan(r) == POS_AFTER)
+	if (!tracing(r) || pos_plan(r) == POS_AFTER)
 		return -1;
 	return syscall(SYS_lseek, fd, 0, SEEK_CUR);
 }
@@ -658,7 +685,7 @@ static bool write_off(struct cc_rec *r, int fd, long long before, long long ret)
 	int how = pos_plan(r);
 	long long after;
 
-	if (!cc.trace)
+	if (!tracing(r))
 		return false;
 	if (how == POS_BEFORE) {
 		if (before < 0)
@@ -1134,7 +1161,7 @@ static FILE *do_fopen(FILE *(*real)(const char *, const char *),
 	if (ret) {
 		r.fd = fileno(ret);
 		cc_fd_forget(r.fd);
-		if (cc.trace)
+		if (tracing(&r))
 			stat_fd(&r, r.fd);
 		taint_rec(&r);
 	}
@@ -1176,7 +1203,7 @@ static int do_fsync(int call, int (*real)(int), int fd)
 
 	rec_init(&r, call);
 	use_fd(&r, fd, false);
-	if (cc.trace && !r.has_ino)
+	if (tracing(&r) && !r.has_ino)
 		stat_fd(&r, fd);
 	pre(&r);
 	arm(&r);
@@ -1481,7 +1508,7 @@ static int do_open(enum open_kind k, int call, int dirfd, const char *path,
 		r.fd = ret;
 		/* the number may have been closed unseen (fclose, close_range) */
 		cc_fd_forget(ret);
-		if (cc.trace)
+		if (tracing(&r))
 			stat_fd(&r, ret);
 	}
 	/* only a creating or truncating open changes what WATCH holds */
@@ -1647,7 +1674,7 @@ static int do_rename(enum rename_kind k, int call, int olddir, const char *old,
 	disarm(&r);
 	r.ret = ret;
 	cc_names_changed();
-	if (cc.trace)
+	if (tracing(&r))
 		stat_path(&r, ret == 0 ? r.path2 : r.path);
 	snap_dir(&r, r.path);
 	snap_dir(&r, r.path2);
@@ -1685,7 +1712,7 @@ static int do_unlink(int call, int dirfd, const char *path, int flags)
 
 	rec_init(&r, call);
 	use_path(&r, dirfd, path);
-	if (cc.trace)
+	if (tracing(&r))
 		stat_path(&r, r.path);
 	pre(&r);
 	inj = arm(&r);
@@ -1781,7 +1808,7 @@ static int do_truncate(int (*real)(const char *, off_t), const char *path, off_t
 	r.ret = ret;
 	r.has_len = true;
 	r.len = len;
-	if (cc.trace)
+	if (tracing(&r))
 		stat_path(&r, r.path);
 	snap_path(&r, r.path);
 	finish(&r, ret < 0 ? e : 0, e);

@@ -1378,12 +1378,13 @@ static void add_flag_list(struct sb *sb, const char *const *names, const int *bi
  * (the harness reads these first fields by their place, trace.Lazy). The
  * seq is taken here, before any snapshot the line carries.
  */
-static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
+static void sb_head_seq(struct sb *sb, const char *ev, const struct cc_rec *r,
+			uint64_t seq)
 {
 	sb_lit(sb, "{\"ev\":\"");
 	sb_str(sb, ev);
 	sb_lit(sb, "\",\"seq\":");
-	sb_u64(sb, next_seq());
+	sb_u64(sb, seq);
 	sb_lit(sb, ",\"pid\":");
 	sb_i64(sb, trace_pid);
 	sb_lit(sb, ",\"call\":\"");
@@ -1392,14 +1393,31 @@ static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
 	sb_u64(sb, r->n);
 }
 
+static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
+{
+	sb_head_seq(sb, ev, r, next_seq());
+}
+
+/*
+ * The call's line. A lite call (before CRASHCHECK_TRACE_FROM) takes its
+ * seq, so that the lines after it are numbered as in a whole trace, and
+ * has a line only when a rule fired on it or another process took the
+ * seqs up to the start meanwhile: with the fields it has (no path, no
+ * offset), for the faulted calls are all in the trace and a line once
+ * the trace has started is never missing.
+ */
 void cc_trace_call(struct cc_rec *r)
 {
 	struct sb sb;
+	uint64_t seq;
 
 	if (!cc.trace)
 		goto out;
+	seq = next_seq();
+	if (r->lite && !r->fired && seq < cc.trace_from)
+		goto out;
 	sb_init(&sb);
-	sb_head(&sb, "call", r);
+	sb_head_seq(&sb, "call", r, seq);
 	if (r->fd >= 0) {
 		sb_lit(&sb, ",\"fd\":");
 		sb_i64(&sb, r->fd);

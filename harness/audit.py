@@ -353,6 +353,8 @@ def _shown_options(args):
         shown.append("--keep")
     if args.exec_each:
         shown.append("--exec-each")
+    if args.whole_traces:
+        shown.append("--whole-traces")
     for case in args.case:
         shown += ["--case", case]
     return shown

@@ -57,6 +57,8 @@ def pytest_addoption(parser):
                 help="keep every case's scratch directory")
     g.addoption("--cc-exec-each", action="store_true",
                 help="exec the program for every case, no fork server")
+    g.addoption("--cc-whole-traces", action="store_true",
+                help="record every call of every case (no lite runs)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -85,6 +87,7 @@ def settings_from(config):
         seed=config.getoption("--cc-seed"),
         keep=config.getoption("--cc-keep"),
         fork_server=not config.getoption("--cc-exec-each"),
+        lite=not config.getoption("--cc-whole-traces"),
         timeout=config.getoption("--cc-timeout"))
 
 

@@ -62,6 +62,10 @@ def add_sweep_options(p):
                    help="exec the program for every case instead of forking "
                         "it from one exec per command line (slower; the "
                         "same verdicts)")
+    p.add_argument("--whole-traces", action="store_true",
+                   help="record every call of every case, also of those "
+                        "that stop at their fault (slower; the same "
+                        "verdicts)")
 
 
 def setup_run(p):
@@ -154,6 +158,8 @@ def pytest_args(args, spec_paths, out, command):
         argv.append("--cc-keep")
     if args.exec_each:
         argv.append("--cc-exec-each")
+    if args.whole_traces:
+        argv.append("--cc-whole-traces")
     for case in getattr(args, "case", []) or []:
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):

@@ -37,7 +37,8 @@ EXIT_SKIP = 77
 # Variables of ours that must never leak from the caller's environment
 # into a run: a stale plan or trace path would make the run lie.
 RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
-            "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP")
+            "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
+            "CRASHCHECK_TRACE_FROM")
 OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE",)
 
 
@@ -101,11 +102,12 @@ class Run:
 
 
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
-              base=None, program=None, cwd=None):
+              base=None, program=None, cwd=None, trace_from=None):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
     an ASan-linked program's runtime before ours: harness/sanitizers.py)
-    and this run's settings. program is argv[0], run in cwd."""
+    and this run's settings. program is argv[0], run in cwd. trace_from:
+    the seq the trace starts at (CRASHCHECK_TRACE_FROM; no snapdir)."""
     if base is None:
         env = dict(_environ())
     else:
@@ -128,6 +130,8 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
         env["CRASHCHECK_SNAPDIR"] = str(snapdir)
     if shared is not None:
         env["CRASHCHECK_SHARED"] = str(shared)
+    if trace_from is not None:
+        env["CRASHCHECK_TRACE_FROM"] = str(trace_from)
     return env
 
 
@@ -157,7 +161,7 @@ def _read_capped(fh, cap):
 
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
-        passthrough=False):
+        passthrough=False, trace_from=None):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own): at the
@@ -171,7 +175,7 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
     if preload:
         check_preloads()
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
-                        program=argv[0], cwd=cwd)
+                        program=argv[0], cwd=cwd, trace_from=trace_from)
     elif env is None:
         env = dict(os.environ)
     with _capture_file("stdout") as out, _capture_file("stderr") as err:
@@ -513,13 +517,15 @@ class ForkServer:
         return msg.decode("utf-8", "replace")
 
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
-            shared=None, timeout=10.0):
+            shared=None, timeout=10.0, trace_from=None):
         """One run, as run() would make it with these settings."""
         if self._sock is None:
             raise ServerUnavailable("the fork server is closed")
         settings = {"CRASHCHECK_PLAN": plan or None, "CRASHCHECK_TRACE": trace,
                     "CRASHCHECK_WATCH": watch, "CRASHCHECK_SNAPDIR": snapdir,
-                    "CRASHCHECK_SHARED": shared, "CRASHCHECK_SNAP": None}
+                    "CRASHCHECK_SHARED": shared, "CRASHCHECK_SNAP": None,
+                    "CRASHCHECK_TRACE_FROM": None if trace_from is None
+                    else str(trace_from)}
         assert set(settings) == set(RUN_VARS)
         request = b"\0".join(
             [os.fsencode(cwd)] +

@@ -58,6 +58,7 @@ class Settings:
     timeout: float | None = None                # overrides the specs' timeouts
     all_calls: bool = False                     # fault calls outside the scratch too
     fork_server: bool = True                    # fault cases forked, not exec'd
+    lite: bool = True                           # traces that start near the fault
 
     @property
     def work_link(self):
@@ -104,6 +105,7 @@ class Case:
     point: int | None = None  # index of the crash point (power loss)
     skip: str = ""          # reason, when the combo cannot run here
     error: str = ""         # harness-error found at enumeration (nothing intercepted)
+    at: int | None = None   # the seq of the faulted call in the baseline's trace
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
@@ -186,11 +188,14 @@ class Outcome:
     when first asked for in full (records); `trace` answers the questions
     that need only a few of its records (trace.Lazy)."""
 
-    def __init__(self, run, scratch, records=None, trace=None):
+    def __init__(self, run, scratch, records=None, trace=None,
+                 trace_from=None):
         self.run = run
         self.scratch = scratch
         self._records = records
         self.trace = trace
+        # a lite run's: the seq its trace starts at (execute_run)
+        self.trace_from = trace_from
         # snapshot contents read for this run's explorations: hash -> bytes
         self.blobs = {}
 
@@ -315,11 +320,13 @@ def argv_of(combo):
 
 
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
-                server=None):
+                server=None, trace_from=None):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
-    run from (runner.ServerUnavailable when it cannot)."""
+    run from (runner.ServerUnavailable when it cannot). trace_from: a
+    lite run, whose trace starts at that seq and takes no snapshots
+    (Judge.lite_from)."""
     old, new = contents(combo)
     argv = argv_of(combo)
     scratch = Path(scratch)
@@ -345,11 +352,14 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
             else:
                 how = server.run
             run = how(cwd=work, plan=plan, trace=tr, watch=work,
-                      snapdir=os.path.join(sdir, "snaps") if record else None,
-                      shared=os.path.join(sdir, "shared"), timeout=timeout)
+                      snapdir=os.path.join(sdir, "snaps")
+                      if record and trace_from is None else None,
+                      shared=os.path.join(sdir, "shared"), timeout=timeout,
+                      trace_from=trace_from)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
-    return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr))
+    return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
+                   trace_from=trace_from)
 
 
 def targeted_calls(records, watch, all_calls=False):
@@ -496,7 +506,8 @@ def cases_of(combo, out, settings):
         for kind, plan in fault_plans(call, n, faults):
             if kind in settings.kinds:
                 cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
-                                  plan=plan, call=f"{call}#{n}"))
+                                  plan=plan, call=f"{call}#{n}",
+                                  at=rec["seq"]))
     if "powerloss" in settings.kinds and run.status == 0:
         for model in settings.models:
             for i, label in enumerate(explorer.crash_points(out.records)):
@@ -650,6 +661,8 @@ class Judge:
         self._scratch = self._scratch_combo = None
         self._server = self._server_key = None    # key: its command line
         self._unservable = set()    # command lines that cannot be served
+        # (command line, kind) -> [lite runs that stood, that did not]
+        self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
     # ---- helpers
@@ -757,20 +770,18 @@ class Judge:
         scratch, reuse = self.scratch_for(combo)
         ok = False
         try:
-            server = self.server_for(combo, scratch)
-            try:
-                out = execute_run(combo, case.plan, scratch,
-                                  timeout_of(combo, self.settings),
-                                  reuse_input=reuse, server=server)
-            except runner.ServerUnavailable:
-                # gone under this run: it runs again, exec'd, and so do
-                # the next ones of its command line
-                self.close_server(refuse=True)
-                out = execute_run(combo, case.plan, scratch,
-                                  timeout_of(combo, self.settings),
-                                  reuse_input=True)
+            start = self.lite_from(case, combo)
+            out = self.run_case(case, combo, scratch, reuse, start)
             self.last_out = out
             res = self.judge_run(case, combo, out, base, keep=True)
+            if start is not None:
+                self.lite_count(case, combo, res is not None)
+            if res is None:
+                # the lite run cannot stand for a whole one: once more,
+                # every call recorded
+                out = self.run_case(case, combo, scratch, True, None)
+                self.last_out = out
+                res = self.judge_run(case, combo, out, base, keep=True)
             ok = True
             return res
         finally:
@@ -781,6 +792,53 @@ class Judge:
                 if scratch == self._scratch:
                     self._scratch = self._scratch_combo = None
                     self.close_server()     # it started in what is gone
+
+    def run_case(self, case, combo, scratch, reuse, trace_from):
+        """Execute a fault case's run in SCRATCH, forked from the combo's
+        server where it has one (execute_run)."""
+        server = self.server_for(combo, scratch)
+        try:
+            return execute_run(combo, case.plan, scratch,
+                               timeout_of(combo, self.settings),
+                               reuse_input=reuse, server=server,
+                               trace_from=trace_from)
+        except runner.ServerUnavailable:
+            # gone under this run: it runs again, exec'd, and so do the
+            # next ones of its command line
+            self.close_server(refuse=True)
+            return execute_run(combo, case.plan, scratch,
+                               timeout_of(combo, self.settings),
+                               reuse_input=True, trace_from=trace_from)
+
+    def lite_from(self, case, combo):
+        """The seq a lite run of CASE starts its trace at, or None for a
+        run that records every call.
+
+        A case whose program stops at its fault, with an error or killed,
+        is judged from its exit, its files, the calls the fault fired on
+        and an excerpt of the trace around the faulted call: the calls
+        far before the fault, which the program makes as its baseline
+        did, are recorded for nothing, and recording them cost most of a
+        long run. Such a run records from LITE_MARGIN calls before where
+        the baseline made the faulted call, and takes no snapshots; the
+        library still gives every call its seq, and writes the line of
+        any call a fault fired on (faults/preload.c, CRASHCHECK_TRACE_FROM).
+        judge_run accepts it only when that is all it needs; else the
+        case runs again, recorded whole. Kinds in LITE_KINDS are those
+        whose programs mostly stop; a command line whose lite runs of a
+        kind keep being run again gets whole runs for it."""
+        if (not self.settings.lite or self.hold or self.settings.keep
+                or case.kind not in LITE_KINDS or case.at is None
+                or case.at <= LITE_MARGIN):
+            return None
+        stood, not_ = self._lite.get((tuple(argv_of(combo)), case.kind), (0, 0))
+        if not_ >= 2 and not_ > stood:
+            return None
+        return case.at - LITE_MARGIN
+
+    def lite_count(self, case, combo, stood):
+        counts = self._lite.setdefault((tuple(argv_of(combo)), case.kind), [0, 0])
+        counts[0 if stood else 1] += 1
 
     def scratch_for(self, combo):
         """(scratch directory, reuse_input) for a fault case. One scratch
@@ -862,6 +920,12 @@ class Judge:
         return vis
 
     def judge_run(self, case, combo, out, base, keep):
+        """The case's result from its run OUT; None for a lite run that
+        cannot stand for a whole one (Judge.lite_from): a finding (its
+        directory shows the whole trace), a run that claims success (its
+        retries and after-exit states are read from the whole trace), or
+        a fault that fired before the trace started. A lite run that
+        timed out stands: it would only time out again."""
         run = out.run
         # The faulted calls and the crashes say whether the fault fired,
         # where, and whether we killed the program; the rest of a trace is
@@ -881,6 +945,10 @@ class Judge:
             timeout=timeout_of(combo, self.settings),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
+        if out.trace_from is not None and not run.timed_out and (
+                verdict.verdict not in ("ok", "skipped") or run.status == 0
+                or any(r["seq"] < out.trace_from for r in faulted)):
+            return None
         judged, model = 0, None
         # A program that claims success is also judged at its after-exit
         # crash point, under each model: that is where a retried fsync or
@@ -964,6 +1032,12 @@ class Judge:
 
 
 EXCERPT_LINES = 40
+# A lite run's trace starts this many seqs before the faulted call's in
+# the baseline: the excerpt's half before it twice over, for a line of a
+# process start or two in between
+LITE_MARGIN = 2 * EXCERPT_LINES
+# the kinds of fault case that run lite first (Judge.lite_from)
+LITE_KINDS = ("eio", "enospc", "crash")
 
 
 def excerpt_around(out, call):
@@ -1014,7 +1088,12 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
-    (d / "trace.txt").write_text("\n".join(excerpt) + "\n")
+    head = []
+    if out.trace_from is not None:
+        head = [f"(a lite run that timed out: its trace starts at seq "
+                f"{out.trace_from}, {LITE_MARGIN} before the faulted call's "
+                "in the baseline; 'crashcheck replay' records every call)"]
+    (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
         # as the library meant it (trace.clean)

@@ -1,0 +1,425 @@
+"""Lite runs: a fault case whose program stops at its fault records its
+trace from a little before the faulted call on (CRASHCHECK_TRACE_FROM,
+faults/preload.c; sweep.Judge.lite_from), and is judged as if it had
+recorded every call, or runs again whole."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # noqa: E402
+from harness import payload, runner, sweep  # noqa: E402
+from harness import spec as specmod  # noqa: E402
+from harness import trace as trace_mod  # noqa: E402
+
+# Replaces its target with NEW the right way, in writes of PIECE bytes,
+# but tries a write that fails again, up to three failures: after one I/O
+# error it claims success, rightly, and only the whole trace tells what a
+# crash after it would leave. usage: retrier PIECE TARGET NEW
+RETRIER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	static char data[1 << 20];
+	ssize_t len, done = 0;
+	int fd, dfd, tries = 0, piece = argc == 4 ? atoi(argv[1]) : 0;
+
+	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
+	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
+		return 2;
+	fd = open("target.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		perror("open target.tmp");
+		return 1;
+	}
+	while (done < len) {
+		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
+
+		if (n < 0 && ++tries == 3) {
+			perror("write target.tmp");
+			unlink("target.tmp");
+			return 1;
+		}
+		if (n > 0)
+			done += n;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0 || rename("target.tmp", argv[2]) < 0) {
+		perror("target.tmp");
+		return 1;
+	}
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		perror("fsync .");
+		return 1;
+	}
+	return 0;
+}
+"""
+
+
+# Overwrites TARGET with NEW in place, in writes of PIECE bytes, and
+# stops at the first error, saying so: a torn target at every fault in
+# its writes, a finding with an exit status of 1. usage: inplace PIECE
+# TARGET NEW
+INPLACE = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	static char data[1 << 20];
+	ssize_t len, done = 0;
+	int fd, piece = argc == 4 ? atoi(argv[1]) : 0;
+
+	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
+	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
+		return 2;
+	fd = open(argv[2], O_WRONLY | O_TRUNC);
+	if (fd < 0) {
+		perror(argv[2]);
+		return 1;
+	}
+	while (done < len) {
+		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
+
+		if (n < 0) {
+			perror(argv[2]);
+			return 1;
+		}
+		done += n;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		perror(argv[2]);
+		return 1;
+	}
+	return 0;
+}
+"""
+
+
+# Calls fdatasync on /dev/null 150 times, then execs the rest of its
+# command line: a program whose calls are not where its baseline made them
+# (though they have the same names and numbers) in every lite run, and in
+# no whole one, for it makes those calls only when the recorder takes
+# snapshots. usage: jitter PROGRAM ARG...
+JITTER = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	if (argc < 2 || fd < 0)
+		return 2;
+	for (int i = 0; getenv("CRASHCHECK_SNAPDIR") && i < 150; i++)
+		fdatasync(fd);
+	close(fd);
+	execv(argv[1], argv + 1);
+	return 127;
+}
+"""
+
+
+def cc(src, exe):
+    proc = subprocess.run(["cc", "-O1", "-Wall", "-Wextra", "-o", str(exe),
+                           str(src)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cc {src} failed:\n{proc.stderr}")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    for path in (runner.FAULT_LIB, runner.FIU_PRELOAD):
+        if not path.is_file():
+            pytest.fail(f"{path} missing: run 'make'")
+    d = tmp_path_factory.mktemp("bin")
+    (d / "retrier.c").write_text(RETRIER)
+    (d / "jitter.c").write_text(JITTER)
+    (d / "inplace.c").write_text(INPLACE)
+    return {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
+                               d / "bench-writer"),
+            "retrier": cc(d / "retrier.c", d / "retrier"),
+            "jitter": cc(d / "jitter.c", d / "jitter"),
+            "inplace": cc(d / "inplace.c", d / "inplace")}
+
+
+def traced(base, argv, plan="", start=None, snapdir=False):
+    """Run ARGV in BASE/work with a trace (no snapshots unless asked),
+    lite from START; (run, records)."""
+    work = base / "work"
+    work.mkdir(parents=True)
+    (work / "target").write_bytes(payload.make(4096, 1))
+    (base / "new").write_bytes(payload.make(12000, 2))
+    env = runner.build_env(plan, base / "trace.jsonl", work,
+                           base / "snaps" if snapdir else None,
+                           base / "shared", program=str(argv[0]), cwd=work,
+                           trace_from=start)
+    run = runner.run([str(a) for a in argv] + ["target", str(base / "new")],
+                     cwd=work, preload=False, env=env, timeout=60)
+    return run, trace_mod.load(base / "trace.jsonl")
+
+
+# the fields of a line that do not change from run to run (not the pid,
+# not the inode)
+FIELDS = ("ev", "seq", "call", "n", "fd", "path", "off", "len", "flags",
+          "ret", "errno", "fault", "when")
+
+
+def test_a_lite_run_has_the_whole_run_s_lines_from_its_start(tmp_path, built):
+    """From its start on, a lite trace holds the lines of a whole one,
+    numbered alike; before it, only the process's start."""
+    argv = [built["bench-writer"], "200"]
+    whole_run, whole = traced(tmp_path / "whole", argv, "write#150=EIO")
+    lite_run, lite = traced(tmp_path / "lite", argv, "write#150=EIO", start=120)
+    assert whole_run.status == lite_run.status == 1
+    assert lite_run.stderr == whole_run.stderr
+    assert [r["ev"] for r in lite if r["seq"] < 120] == ["init"]
+
+    def fields(records):
+        return [{k: r.get(k) for k in FIELDS if k in r}
+                for r in records if r["ev"] != "init" and r["seq"] >= 120]
+    got, want = fields(lite), fields(whole)
+    # the paths differ by the scratch directory alone
+    for r in got:
+        r["path"] = r.get("path", "").replace(str(tmp_path / "lite"), "")
+    for r in want:
+        r["path"] = r.get("path", "").replace(str(tmp_path / "whole"), "")
+    assert got == want and len(got) > 30
+    assert [r["seq"] for r in lite if r.get("fault")] == \
+        [r["seq"] for r in whole if r.get("fault")]
+
+
+@pytest.mark.parametrize("plan", ["write#50=EIO", "write#50=crash",
+                                  "write#50=crash-after", "write#50+=ENOSPC"])
+def test_a_fault_before_the_start_still_has_its_line(tmp_path, built, plan):
+    """A call a fault fires on before the trace's start gets its line,
+    with its seq, and the crash its own: the harness sees where it fired
+    and that the run cannot stand for a whole one."""
+    argv = [built["bench-writer"], "200"]
+    _, whole = traced(tmp_path / "whole", argv, plan)
+    _, lite = traced(tmp_path / "lite", argv, plan, start=120)
+    want = [(r["seq"], r["ev"], r["call"], r["n"]) for r in
+            trace_mod.faulted(whole)]
+    assert want and want[0][0] < 120
+    assert [(r["seq"], r["ev"], r["call"], r["n"]) for r in
+            trace_mod.faulted(lite)] == want
+
+
+def strace_counts(argv, env, cwd, out):
+    proc = subprocess.run(["strace", "-f", "-c", "-o", str(out)] + argv,
+                          env=env, cwd=cwd, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    counts = {}
+    for line in out.read_text().splitlines():
+        words = line.split()
+        if len(words) >= 5 and words[3].isdigit() and words[-1] != "total":
+            counts[words[-1]] = int(words[3])
+    return counts
+
+
+def test_a_call_before_the_start_costs_no_system_call(tmp_path, built):
+    """What a lite run saves: before its start, a write makes no system
+    call besides its own (a whole trace's make five). Measured as the
+    difference between 200 and 100 writes."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace not installed")
+    runs = {}
+    for n in (100, 200):
+        base = tmp_path / str(n)
+        (base / "work").mkdir(parents=True)
+        (base / "new").write_bytes(payload.make(12000, 2))
+        env = runner.build_env("", base / "trace.jsonl", base / "work", None,
+                               base / "shared",
+                               program=str(built["bench-writer"]),
+                               cwd=base / "work", trace_from=10 ** 9)
+        runs[n] = strace_counts([str(built["bench-writer"]), str(n), "target",
+                                 str(base / "new")], env, base / "work",
+                                base / "strace.txt")
+        # the process starts (strace's own too), no call
+        assert {r["ev"] for r in trace_mod.load(base / "trace.jsonl")} == {"init"}
+    per_100 = {name: runs[200].get(name, 0) - runs[100].get(name, 0)
+               for name in set(runs[100]) | set(runs[200])}
+    assert {name: k for name, k in per_100.items() if k} == {"write": 100}
+
+
+@pytest.mark.parametrize("value, snapdir, trace, problem", [
+    ("x", False, True, "CRASHCHECK_TRACE_FROM 'x' is not a sequence number"),
+    ("-5", False, True, "CRASHCHECK_TRACE_FROM '-5' is not a sequence number"),
+    (" 5", False, True, "CRASHCHECK_TRACE_FROM ' 5' is not a sequence number"),
+    ("5k", False, True, "CRASHCHECK_TRACE_FROM '5k' is not a sequence number"),
+    ("99999999999999999999", False, True,
+     "CRASHCHECK_TRACE_FROM '99999999999999999999' is not a sequence number"),
+    ("5", True, True, "CRASHCHECK_TRACE_FROM is set with CRASHCHECK_SNAPDIR: "
+     "a trace that starts late cannot be replayed"),
+    ("5", False, False, "CRASHCHECK_TRACE_FROM is set but CRASHCHECK_TRACE "
+     "is not"),
+])
+def test_a_bad_start_is_one_line_and_exit_2(tmp_path, built, value, snapdir,
+                                            trace, problem):
+    (tmp_path / "snaps").mkdir()
+    env = runner.build_env("", tmp_path / "trace.jsonl" if trace else None,
+                           tmp_path if snapdir else None,
+                           tmp_path / "snaps" if snapdir else None,
+                           program=str(built["bench-writer"]), cwd=tmp_path)
+    env["CRASHCHECK_TRACE_FROM"] = value
+    (tmp_path / "new").write_bytes(b"x")
+    r = runner.run([str(built["bench-writer"]), "1", "target", "new"],
+                   cwd=tmp_path, preload=False, env=env, timeout=10)
+    assert (r.status, r.stderr_text()) == (2, f"crashcheck: {problem}\n")
+    assert not (tmp_path / "target").exists()
+
+
+# --- the sweep ----------------------------------------------------------------
+
+KEYS = ("verdict", "passed", "finding", "explanation", "state", "model",
+        "states", "fired", "trace_excerpt", "exit", "stderr", "expected")
+
+
+def spec_file(tmp_path, name, argv, sizes):
+    toml = tmp_path / f"{name}.toml"
+    command = ", ".join(f'"{a}"' for a in argv)
+    toml.write_text(
+        f'name = "{name}"\ndescription = "test: {name}"\n'
+        f'command = [{command}, "{{target}}", "{{new}}"]\n'
+        f'contract = "atomic"\nsizes = {sizes}\nold = "payload"\n')
+    return specmod.load(toml)
+
+
+def judged(tmp_path, specs, lite, keep=False, fork_server=True):
+    """Every case of SPECS judged in one process: ({id: result}, judge)."""
+    settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
+                              jobs=1, lite=lite, keep=keep,
+                              fork_server=fork_server)
+    cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
+    judge = sweep.Judge(specs, settings)
+    judge.scratch_root = runner.make_scratch("crashcheck-test-")
+    ran = []
+    execute_run = sweep.execute_run
+
+    def counted(*args, **kw):
+        out = execute_run(*args, **kw)
+        ran.append(out.trace_from)
+        return out
+    sweep.execute_run = counted
+    try:
+        results = {}
+        for c in cases:
+            before = len(ran)
+            res = judge.execute(c)
+            results[c.id] = (res, ran[before:])
+    finally:
+        sweep.execute_run = execute_run
+        judge.close_server()
+        sweep.remove_work(settings.work_link)
+        shutil.rmtree(judge.scratch_root, ignore_errors=True)
+    return results, judge
+
+
+@pytest.fixture(scope="module")
+def three(built, tmp_path_factory):
+    """A correct writer, a retrier that claims success after an I/O
+    error, one that ignores every error (findings, exit 0), one that
+    tears its target (findings, exit 1), and a correct writer whose calls
+    are not where its baseline made them, judged with and without lite
+    runs."""
+    tmp = tmp_path_factory.mktemp("three")
+    # the careless one exits 0 whatever happened, as the corpus's buggy
+    # variants ignore an error: a finding at every fault that fired
+    careless = tmp / "careless.sh"
+    careless.write_text(f'#!/bin/sh\n"{built["bench-writer"]}" "$@"\nexit 0\n')
+    careless.chmod(0o755)
+    specs = [spec_file(tmp, "writer", [built["bench-writer"], "150"], [9000]),
+             spec_file(tmp, "retrier", [built["retrier"], "100"], [9000]),
+             spec_file(tmp, "careless", [careless, "100"], [9000]),
+             spec_file(tmp, "inplace", [built["inplace"], "100"], [9000]),
+             spec_file(tmp, "jitter", [built["jitter"], built["bench-writer"],
+                                       "60"], [9000])]
+    return judged(tmp, specs, True), judged(tmp, specs, False)
+
+
+def test_lite_runs_judge_every_case_as_whole_ones(three):
+    (lite, _), (whole, _) = three
+    assert lite.keys() == whole.keys()
+    differ = [i for i in lite if {k: lite[i][0][k] for k in KEYS}
+              != {k: whole[i][0][k] for k in KEYS}]
+    assert differ == []
+    # findings keep a directory with the whole trace
+    assert [i for i in lite if bool(lite[i][0]["dir"]) != bool(whole[i][0]["dir"])] == []
+    assert all(x is None for res, runs in whole.values() for x in runs)
+
+
+def test_lite_runs_stand_where_the_program_stops(three):
+    """A lite run stands where the program stops at its fault, with an
+    error or killed, and nothing is found: most of the correct writer's
+    EIO, ENOSPC and crash cases (those far enough in)."""
+    (lite, _), _ = three
+    stood = [i for i, (res, runs) in lite.items() if runs and runs[-1] is not None]
+    assert sum(i.startswith("writer-") for i in stood) > 300
+    for i in stood:
+        res, runs = lite[i]
+        assert res["kind"] in sweep.LITE_KINDS and len(runs) == 1
+        assert res["verdict"] == "ok" and res["exit"]["status"] != 0 \
+            and res["states"] == 0
+
+
+def test_a_lite_run_that_claims_success_runs_again_whole(three):
+    """The retrier survives one I/O error and claims success: its
+    after-exit states come from a whole run. After two lite runs that did
+    not stand, its EIO cases are whole from the start."""
+    (lite, _), _ = three
+    eio = [(i, lite[i]) for i in lite if i.startswith("retrier-")
+           and lite[i][0]["kind"] == "eio" and "#" in i]
+    once = [runs for i, (res, runs) in eio if res["exit"]["status"] == 0
+            and res["verdict"] == "ok"]
+    assert len(once) > 80
+    assert all(res["states"] > 0 for i, (res, runs) in eio
+               if res["exit"]["status"] == 0 and res["verdict"] == "ok")
+    lite_first = [runs for runs in once if runs[0] is not None]
+    assert len(lite_first) == 2 and all(r == [r[0], None] for r in lite_first)
+
+
+def test_a_finding_of_a_lite_run_runs_again_whole(three):
+    """A finding's directory shows the whole trace: a lite run that finds
+    something runs again whole, whether the program said so or not."""
+    (lite, _), _ = three
+    for name, status in (("careless-", 0), ("inplace-", 1)):
+        found = [runs for i, (res, runs) in lite.items()
+                 if i.startswith(name) and res["verdict"] != "ok"
+                 and res["exit"]["status"] == status]
+        assert len(found) > 10 and all(runs[-1] is None for runs in found)
+        assert any(runs[0] is not None for runs in found)
+
+
+def test_a_fault_before_the_start_runs_again_whole(three):
+    """Where a run made fewer calls before its fault than its baseline,
+    the fault fires before the trace starts: the case runs again whole
+    (and test_lite_runs_judge_every_case_as_whole_ones finds its result
+    a whole run's). After two such runs of a kind, its cases are whole
+    from the start."""
+    (lite, _), _ = three
+    jitter = [(res["kind"], runs) for i, (res, runs) in lite.items()
+              if i.startswith("jitter-") and runs and runs[0] is not None]
+    assert sorted(k for k, runs in jitter) == sorted(sweep.LITE_KINDS * 2)
+    assert all(runs[1:] == [None] for k, runs in jitter)
+
+
+def test_keep_and_exec_each(built, tmp_path):
+    """--keep records every case whole; exec'd cases run lite as forked
+    ones do."""
+    specs = [spec_file(tmp_path, "writer", [built["bench-writer"], "120"], [9000])]
+    kept, _ = judged(tmp_path / "k", specs, True, keep=True)
+    assert all(x is None for res, runs in kept.values() for x in runs)
+    execd, _ = judged(tmp_path / "e", specs, True, fork_server=False)
+    assert sum(bool(runs) and runs[-1] is not None
+               for res, runs in execd.values()) > 200
