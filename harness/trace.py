@@ -6,6 +6,7 @@ import bisect
 import errno as _errno
 import json
 import json.scanner
+import operator
 import os
 import re
 from dataclasses import dataclass
@@ -52,7 +53,13 @@ def clean(data):
     where it starts, so the whole line, if any, starts at the first one
     after the last zero; the rest is left out, and the lines keep their
     numbers."""
-    data = data.rstrip(b"\0")
+    # the zeros past the last line are most of a long trace's file, and
+    # rstrip looks at them a byte at a time
+    end = data.rfind(b"\n") + 1
+    if data.count(b"\0", end) == len(data) - end:
+        data = data[:end]
+    else:
+        data = data.rstrip(b"\0")
     if b"\0" not in data:
         return data
     lines = data.split(b"\n")
@@ -95,7 +102,7 @@ class Lazy:
         heads = list(map(self._HEAD.match, lines))
         if not (all(heads) and all(line.endswith(b"}") for line in lines)):
             return
-        seqs = [int(m[2]) for m in heads]
+        seqs = list(map(int, map(_SEQ, heads)))
         if seqs != sorted(seqs):
             # several processes: put the lines in seq order
             order = sorted(range(len(lines)), key=seqs.__getitem__)
@@ -103,7 +110,7 @@ class Lazy:
             heads = [heads[i] for i in order]
             seqs = [seqs[i] for i in order]
         self.lines = lines
-        self.evs = [m[1] for m in heads]
+        self.evs = list(map(_EV, heads))
         self.seqs = seqs
 
     @classmethod
@@ -304,6 +311,9 @@ class Lazy:
             if got is not None:
                 return got
         return window(steps(self.records), call, count)
+
+
+_SEQ, _EV = operator.itemgetter(2), operator.itemgetter(1)
 
 
 def faulted(records):

@@ -18,6 +18,7 @@ readlink(/proc/self/fd/N) would.
 
 import errno
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -674,6 +675,29 @@ def test_a_line_a_process_died_writing_is_left_out(dead, why):
     assert [r["seq"] for r in trace_mod.Lazy(got).for_exit()] == list(range(1, 7))
     # a record's line keeps its number
     assert got.split(b"\n").index(lines[4]) == data.split(b"\n").index(lines[4])
+
+
+def test_the_zeros_past_the_last_line_go_as_rstrip_takes_them():
+    """clean() takes the zeros after the last newline without rstrip's
+    byte-at-a-time look: the same text as rstrip gives, whatever follows
+    the last newline (zeros, part of a line, nothing)."""
+    def reference(data):
+        # clean() as it was, rstrip and all
+        data = data.rstrip(b"\0")
+        if b"\0" not in data:
+            return data
+        lines = data.split(b"\n")
+        for i, line in enumerate(lines):
+            if b"\0" in line:
+                line = line[line.rindex(b"\0") + 1:]
+                start = line.find(b'{"ev":"')
+                lines[i] = line[start:] if start >= 0 else b""
+        return b"\n".join(lines)
+    rng = random.Random(8)
+    pieces = [b"\0", b"\0" * 9, b"\n", b"}", LINE % (3, 3), b'{"ev":"', b"x"]
+    for _ in range(3000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(9)))
+        assert trace_mod.clean(data) == reference(data), data
 
 
 def test_processes_killed_while_tracing_leave_a_trace_that_reads(tmp_path, built):
