@@ -831,12 +831,14 @@ class Judge:
                 or case.kind not in LITE_KINDS or case.at is None
                 or case.at <= LITE_MARGIN):
             return None
-        stood, not_ = self._lite.get((tuple(argv_of(combo)), case.kind), (0, 0))
-        if not_ >= 2 and not_ > stood:
+        stood, missed = self._lite.get((tuple(argv_of(combo)), case.kind),
+                                        (0, 0))
+        if missed >= 2 and missed > stood:
             return None
         return case.at - LITE_MARGIN
 
     def lite_count(self, case, combo, stood):
+        """Count a lite run of CASE that STOOD, or that ran again."""
         counts = self._lite.setdefault((tuple(argv_of(combo)), case.kind), [0, 0])
         counts[0 if stood else 1] += 1
 
@@ -1033,8 +1035,9 @@ class Judge:
 
 EXCERPT_LINES = 40
 # A lite run's trace starts this many seqs before the faulted call's in
-# the baseline: the excerpt's half before it twice over, for a line of a
-# process start or two in between
+# the baseline: the excerpt shows up to 40 calls before it (all of its
+# lines, where the run ends at the call), and as many again leave room
+# for process starts and for a run that is a little ahead of its baseline
 LITE_MARGIN = 2 * EXCERPT_LINES
 # the kinds of fault case that run lite first (Judge.lite_from)
 LITE_KINDS = ("eio", "enospc", "crash")

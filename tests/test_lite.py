@@ -106,6 +106,37 @@ int main(int argc, char **argv)
 """
 
 
+# Writes NEW to target.tmp in writes of PIECE bytes, and at the first
+# error says so and waits for ever. usage: hanger PIECE TARGET NEW
+HANGER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	static char data[1 << 20];
+	ssize_t len, done = 0;
+	int fd, piece = argc == 4 ? atoi(argv[1]) : 0;
+
+	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
+	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
+		return 2;
+	fd = open("target.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	while (fd >= 0 && done < len) {
+		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
+
+		if (n < 0)
+			break;
+		done += n;
+	}
+	perror("target.tmp");
+	for (;;)
+		pause();
+}
+"""
+
+
 # Calls fdatasync on /dev/null 150 times, then execs the rest of its
 # command line: a program whose calls are not where its baseline made them
 # (though they have the same names and numbers) in every lite run, and in
@@ -147,11 +178,13 @@ def built(tmp_path_factory):
     (d / "retrier.c").write_text(RETRIER)
     (d / "jitter.c").write_text(JITTER)
     (d / "inplace.c").write_text(INPLACE)
+    (d / "hanger.c").write_text(HANGER)
     return {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
                                d / "bench-writer"),
             "retrier": cc(d / "retrier.c", d / "retrier"),
             "jitter": cc(d / "jitter.c", d / "jitter"),
-            "inplace": cc(d / "inplace.c", d / "inplace")}
+            "inplace": cc(d / "inplace.c", d / "inplace"),
+            "hanger": cc(d / "hanger.c", d / "hanger")}
 
 
 def traced(base, argv, plan="", start=None, snapdir=False):
@@ -286,22 +319,24 @@ KEYS = ("verdict", "passed", "finding", "explanation", "state", "model",
         "states", "fired", "trace_excerpt", "exit", "stderr", "expected")
 
 
-def spec_file(tmp_path, name, argv, sizes):
+def spec_file(tmp_path, name, argv, sizes, extra=""):
     toml = tmp_path / f"{name}.toml"
     command = ", ".join(f'"{a}"' for a in argv)
     toml.write_text(
         f'name = "{name}"\ndescription = "test: {name}"\n'
         f'command = [{command}, "{{target}}", "{{new}}"]\n'
-        f'contract = "atomic"\nsizes = {sizes}\nold = "payload"\n')
+        f'contract = "atomic"\nsizes = {sizes}\nold = "payload"\n{extra}')
     return specmod.load(toml)
 
 
-def judged(tmp_path, specs, lite, keep=False, fork_server=True):
-    """Every case of SPECS judged in one process: ({id: result}, judge)."""
+def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None):
+    """Every case of SPECS (whose id ONLY takes) judged in one process:
+    ({id: (result, [trace_from of each run])}, judge)."""
     settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
                               jobs=1, lite=lite, keep=keep,
                               fork_server=fork_server)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
+    cases = [c for c in cases if only is None or only(c.id)]
     judge = sweep.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     ran = []
@@ -412,6 +447,27 @@ def test_a_fault_before_the_start_runs_again_whole(three):
               if i.startswith("jitter-") and runs and runs[0] is not None]
     assert sorted(k for k, runs in jitter) == sorted(sweep.LITE_KINDS * 2)
     assert all(runs[1:] == [None] for k, runs in jitter)
+
+
+def test_a_lite_run_that_timed_out_stands(built, tmp_path):
+    """A program that hangs after its fault is judged from its lite run
+    (a whole one would only time out again), and its directory says that
+    its trace starts late."""
+    specs = [spec_file(tmp_path, "hanger", [built["hanger"], "100"], [9000],
+                       "timeout = 0.5\n")]
+    want = ("hanger-9000B-write#85=EIO", "hanger-9000B-write#86+=ENOSPC")
+    lite, _ = judged(tmp_path / "l", specs, True, only=want.__contains__)
+    whole, _ = judged(tmp_path / "w", specs, False, only=want.__contains__)
+    assert sorted(lite) == sorted(want)
+    for i in want:
+        res, runs = lite[i]
+        assert res["verdict"] == whole[i][0]["verdict"] == "hang"
+        assert res["trace_excerpt"] == whole[i][0]["trace_excerpt"]
+        assert len(runs) == 1 and runs[0] is not None
+        head = (tmp_path / "l" / "lite" / res["dir"].split("/", 1)[1] /
+                "trace.txt").read_text().splitlines()[0]
+        assert head.startswith(f"(a lite run that timed out: its trace starts "
+                               f"at seq {runs[0]},")
 
 
 def test_keep_and_exec_each(built, tmp_path):
