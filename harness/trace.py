@@ -53,13 +53,7 @@ def clean(data):
     where it starts, so the whole line, if any, starts at the first one
     after the last zero; the rest is left out, and the lines keep their
     numbers."""
-    # the zeros past the last line are most of a long trace's file, and
-    # rstrip looks at them a byte at a time
-    end = data.rfind(b"\n") + 1
-    if data.count(b"\0", end) == len(data) - end:
-        data = data[:end]
-    else:
-        data = data.rstrip(b"\0")
+    data = _strip_zeros(data)
     if b"\0" not in data:
         return data
     lines = data.split(b"\n")
@@ -69,6 +63,16 @@ def clean(data):
             start = line.find(b'{"ev":"')
             lines[i] = line[start:] if start >= 0 else b""
     return b"\n".join(lines)
+
+
+def _strip_zeros(data):
+    """data.rstrip(b"\\0"). The zeros past the last line are most of a long
+    trace's file, and rstrip looks at them a byte at a time: when only
+    zeros follow the last newline, the text ends there."""
+    end = data.rfind(b"\n") + 1
+    if data.count(b"\0", end) == len(data) - end:
+        return data[:end]
+    return data.rstrip(b"\0")
 
 
 def load(path):

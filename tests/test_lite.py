@@ -4,7 +4,6 @@ faults/preload.c; sweep.Judge.lite_from), and is judged as if it had
 recorded every call, or runs again whole."""
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,124 +14,60 @@ sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import payload, runner, sweep  # noqa: E402
 from harness import spec as specmod  # noqa: E402
 from harness import trace as trace_mod  # noqa: E402
+from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
 
-# Replaces its target with NEW the right way, in writes of PIECE bytes,
-# but tries a write that fails again, up to three failures: after one I/O
-# error it claims success, rightly, and only the whole trace tells what a
-# crash after it would leave. usage: retrier PIECE TARGET NEW
-RETRIER = r"""
+# Writes NEW in writes of PIECE bytes, one of three ways (usage: pieces
+# HOW PIECE TARGET NEW):
+#   retry    replaces TARGET the right way (temp file, fsync, rename, fsync
+#            of the directory) but tries a write that fails again, up to
+#            three failures: after one I/O error it claims success, rightly,
+#            and only the whole trace tells what a crash after it leaves
+#   inplace  overwrites TARGET in place and stops at the first error,
+#            saying so: a torn target, a finding with exit status 1
+#   hang     writes target.tmp and, at the first error, says so and waits
+#            for ever
+PIECES = r"""
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
+#include <string.h>
 #include <unistd.h>
 int main(int argc, char **argv)
 {
 	static char data[1 << 20];
 	ssize_t len, done = 0;
-	int fd, dfd, tries = 0, piece = argc == 4 ? atoi(argv[1]) : 0;
+	int fd, tries = 0, piece = argc == 5 ? atoi(argv[2]) : 0;
+	const char *how = argc == 5 ? argv[1] : "";
+	const char *out = strcmp(how, "inplace") ? "target.tmp" : argv[3];
 
-	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
+	fd = piece > 0 ? open(argv[4], O_RDONLY) : -1;
 	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
 		return 2;
-	fd = open("target.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		perror("open target.tmp");
-		return 1;
-	}
-	while (done < len) {
-		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
-
-		if (n < 0 && ++tries == 3) {
-			perror("write target.tmp");
-			unlink("target.tmp");
-			return 1;
-		}
-		if (n > 0)
-			done += n;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0 || rename("target.tmp", argv[2]) < 0) {
-		perror("target.tmp");
-		return 1;
-	}
-	dfd = open(".", O_RDONLY | O_DIRECTORY);
-	if (dfd < 0 || fsync(dfd) < 0) {
-		perror("fsync .");
-		return 1;
-	}
-	return 0;
-}
-"""
-
-
-# Overwrites TARGET with NEW in place, in writes of PIECE bytes, and
-# stops at the first error, saying so: a torn target at every fault in
-# its writes, a finding with an exit status of 1. usage: inplace PIECE
-# TARGET NEW
-INPLACE = r"""
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv)
-{
-	static char data[1 << 20];
-	ssize_t len, done = 0;
-	int fd, piece = argc == 4 ? atoi(argv[1]) : 0;
-
-	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
-	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
-		return 2;
-	fd = open(argv[2], O_WRONLY | O_TRUNC);
-	if (fd < 0) {
-		perror(argv[2]);
-		return 1;
-	}
-	while (done < len) {
-		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
-
-		if (n < 0) {
-			perror(argv[2]);
-			return 1;
-		}
-		done += n;
-	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		perror(argv[2]);
-		return 1;
-	}
-	return 0;
-}
-"""
-
-
-# Writes NEW to target.tmp in writes of PIECE bytes, and at the first
-# error says so and waits for ever. usage: hanger PIECE TARGET NEW
-HANGER = r"""
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv)
-{
-	static char data[1 << 20];
-	ssize_t len, done = 0;
-	int fd, piece = argc == 4 ? atoi(argv[1]) : 0;
-
-	fd = piece > 0 ? open(argv[3], O_RDONLY) : -1;
-	if (fd < 0 || (len = read(fd, data, sizeof(data))) < 0 || close(fd) < 0)
-		return 2;
-	fd = open("target.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	while (fd >= 0 && done < len) {
 		ssize_t n = write(fd, data + done, len - done < piece ? len - done : piece);
 
-		if (n < 0)
+		if (n < 0 && (strcmp(how, "retry") || ++tries == 3))
 			break;
-		done += n;
+		if (n > 0)
+			done += n;
 	}
-	perror("target.tmp");
-	for (;;)
-		pause();
+	if (done < len || fsync(fd) < 0 || close(fd) < 0) {
+		perror(out);
+		while (!strcmp(how, "hang"))
+			pause();
+		return 1;
+	}
+	if (!strcmp(how, "retry")) {
+		int dfd;
+
+		if (rename(out, argv[3]) < 0 ||
+		    (dfd = open(".", O_RDONLY | O_DIRECTORY)) < 0 || fsync(dfd) < 0) {
+			perror(argv[3]);
+			return 1;
+		}
+	}
+	return 0;
 }
 """
 
@@ -161,30 +96,16 @@ int main(int argc, char **argv)
 """
 
 
-def cc(src, exe):
-    proc = subprocess.run(["cc", "-O1", "-Wall", "-Wextra", "-o", str(exe),
-                           str(src)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"cc {src} failed:\n{proc.stderr}")
-    return exe
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    for path in (runner.FAULT_LIB, runner.FIU_PRELOAD):
-        if not path.is_file():
-            pytest.fail(f"{path} missing: run 'make'")
+    need_library()
     d = tmp_path_factory.mktemp("bin")
-    (d / "retrier.c").write_text(RETRIER)
+    (d / "pieces.c").write_text(PIECES)
     (d / "jitter.c").write_text(JITTER)
-    (d / "inplace.c").write_text(INPLACE)
-    (d / "hanger.c").write_text(HANGER)
     return {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
                                d / "bench-writer"),
-            "retrier": cc(d / "retrier.c", d / "retrier"),
-            "jitter": cc(d / "jitter.c", d / "jitter"),
-            "inplace": cc(d / "inplace.c", d / "inplace"),
-            "hanger": cc(d / "hanger.c", d / "hanger")}
+            "pieces": cc(d / "pieces.c", d / "pieces"),
+            "jitter": cc(d / "jitter.c", d / "jitter")}
 
 
 def traced(base, argv, plan="", start=None, snapdir=False):
@@ -249,41 +170,15 @@ def test_a_fault_before_the_start_still_has_its_line(tmp_path, built, plan):
             trace_mod.faulted(lite)] == want
 
 
-def strace_counts(argv, env, cwd, out):
-    proc = subprocess.run(["strace", "-f", "-c", "-o", str(out)] + argv,
-                          env=env, cwd=cwd, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    counts = {}
-    for line in out.read_text().splitlines():
-        words = line.split()
-        if len(words) >= 5 and words[3].isdigit() and words[-1] != "total":
-            counts[words[-1]] = int(words[3])
-    return counts
-
-
 def test_a_call_before_the_start_costs_no_system_call(tmp_path, built):
     """What a lite run saves: before its start, a write makes no system
-    call besides its own (a whole trace's make five). Measured as the
-    difference between 200 and 100 writes."""
-    if shutil.which("strace") is None:
-        pytest.skip("strace not installed")
-    runs = {}
-    for n in (100, 200):
-        base = tmp_path / str(n)
-        (base / "work").mkdir(parents=True)
-        (base / "new").write_bytes(payload.make(12000, 2))
-        env = runner.build_env("", base / "trace.jsonl", base / "work", None,
-                               base / "shared",
-                               program=str(built["bench-writer"]),
-                               cwd=base / "work", trace_from=10 ** 9)
-        runs[n] = strace_counts([str(built["bench-writer"]), str(n), "target",
-                                 str(base / "new")], env, base / "work",
-                                base / "strace.txt")
+    call besides its own (a whole trace's make five)."""
+    def check(n, records):
         # the process starts (strace's own too), no call
-        assert {r["ev"] for r in trace_mod.load(base / "trace.jsonl")} == {"init"}
-    per_100 = {name: runs[200].get(name, 0) - runs[100].get(name, 0)
-               for name in set(runs[100]) | set(runs[200])}
-    assert {name: k for name, k in per_100.items() if k} == {"write": 100}
+        assert {r["ev"] for r in records} == {"init"}
+    assert syscalls_of_100_writes(tmp_path, built["bench-writer"], check,
+                                  snaps=False, trace_from=10 ** 9) == \
+        {"write": 100}
 
 
 @pytest.mark.parametrize("value, snapdir, trace, problem", [
@@ -375,9 +270,10 @@ def three(built, tmp_path_factory):
     careless.write_text(f'#!/bin/sh\n"{built["bench-writer"]}" "$@"\nexit 0\n')
     careless.chmod(0o755)
     specs = [spec_file(tmp, "writer", [built["bench-writer"], "150"], [9000]),
-             spec_file(tmp, "retrier", [built["retrier"], "100"], [9000]),
+             spec_file(tmp, "retrier", [built["pieces"], "retry", "100"], [9000]),
              spec_file(tmp, "careless", [careless, "100"], [9000]),
-             spec_file(tmp, "inplace", [built["inplace"], "100"], [9000]),
+             spec_file(tmp, "inplace", [built["pieces"], "inplace", "100"],
+                       [9000]),
              spec_file(tmp, "jitter", [built["jitter"], built["bench-writer"],
                                        "60"], [9000])]
     return judged(tmp, specs, True), judged(tmp, specs, False)
@@ -453,7 +349,7 @@ def test_a_lite_run_that_timed_out_stands(built, tmp_path):
     """A program that hangs after its fault is judged from its lite run
     (a whole one would only time out again), and its directory says that
     its trace starts late."""
-    specs = [spec_file(tmp_path, "hanger", [built["hanger"], "100"], [9000],
+    specs = [spec_file(tmp_path, "hanger", [built["pieces"], "hang", "100"], [9000],
                        "timeout = 0.5\n")]
     want = ("hanger-9000B-write#85=EIO", "hanger-9000B-write#86+=ENOSPC")
     lite, _ = judged(tmp_path / "l", specs, True, only=want.__contains__)

@@ -47,11 +47,15 @@ def cc(src, exe):
     return exe
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory):
+def need_library():
     for path in (runner.FAULT_LIB, runner.FIU_PRELOAD):
         if not path.is_file():
             pytest.fail(f"{path} missing: run 'make'")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    need_library()
     d = tmp_path_factory.mktemp("bin")
     progs = {"ops": cc(PROGS / "ops.c", d / "ops"),
              "bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
@@ -679,25 +683,13 @@ def test_a_line_a_process_died_writing_is_left_out(dead, why):
 
 def test_the_zeros_past_the_last_line_go_as_rstrip_takes_them():
     """clean() takes the zeros after the last newline without rstrip's
-    byte-at-a-time look: the same text as rstrip gives, whatever follows
+    byte-at-a-time look, and leaves what rstrip leaves, whatever follows
     the last newline (zeros, part of a line, nothing)."""
-    def reference(data):
-        # clean() as it was, rstrip and all
-        data = data.rstrip(b"\0")
-        if b"\0" not in data:
-            return data
-        lines = data.split(b"\n")
-        for i, line in enumerate(lines):
-            if b"\0" in line:
-                line = line[line.rindex(b"\0") + 1:]
-                start = line.find(b'{"ev":"')
-                lines[i] = line[start:] if start >= 0 else b""
-        return b"\n".join(lines)
     rng = random.Random(8)
     pieces = [b"\0", b"\0" * 9, b"\n", b"}", LINE % (3, 3), b'{"ev":"', b"x"]
     for _ in range(3000):
         data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(9)))
-        assert trace_mod.clean(data) == reference(data), data
+        assert trace_mod._strip_zeros(data) == data.rstrip(b"\0"), data
 
 
 def test_processes_killed_while_tracing_leave_a_trace_that_reads(tmp_path, built):
@@ -1125,14 +1117,10 @@ def strace_counts(argv, env, cwd, out):
     return counts
 
 
-def test_a_traced_write_costs_five_system_calls(tmp_path, built):
-    """The recorder's system calls per traced, range-recorded write of
-    bench-writer (write-only target, no O_APPEND): fstat, F_GETFL and
-    lseek before the call; after it, fstat and pread of the kept reader
-    (the range's size and its proof). The line is copied into the
-    trace's shared mapping, which grows by doubling (fallocate, mremap).
-    Measured as the difference between 200 and 100 writes, so what a
-    run costs once cancels out."""
+def syscalls_of_100_writes(tmp_path, exe, check, snaps=True, trace_from=None):
+    """{system call: how many more} bench-writer EXE makes for 200 writes
+    than for 100 (strace -c), traced, so that what a run costs once
+    cancels out; CHECK(n, records) looks at each run's trace."""
     if shutil.which("strace") is None:
         pytest.skip("strace not installed")
     runs = {}
@@ -1143,19 +1131,29 @@ def test_a_traced_write_costs_five_system_calls(tmp_path, built):
         # at most CC_INLINE_MAX bytes per write: no blob files
         (base / "new").write_bytes(payload.make(12000, 2))
         env = runner.build_env("", base / "trace.jsonl", base / "work",
-                               base / "snaps", base / "shared",
-                               program=str(built["bench-writer"]),
-                               cwd=base / "work")
-        runs[n] = strace_counts([str(built["bench-writer"]), str(n), "target",
+                               base / "snaps" if snaps else None,
+                               base / "shared", program=str(exe),
+                               cwd=base / "work", trace_from=trace_from)
+        runs[n] = strace_counts([str(exe), str(n), "target",
                                  str(base / "new")], env, base / "work",
                                 base / "strace.txt")
-        records = trace_mod.load(base / "trace.jsonl")
+        check(n, trace_mod.load(base / "trace.jsonl"))
+    per_100 = {name: runs[200].get(name, 0) - runs[100].get(name, 0)
+               for name in set(runs[100]) | set(runs[200])}
+    return {name: k for name, k in per_100.items() if k}
+
+
+def test_a_traced_write_costs_five_system_calls(tmp_path, built):
+    """The recorder's system calls per traced, range-recorded write of
+    bench-writer (write-only target, no O_APPEND): fstat, F_GETFL and
+    lseek before the call; after it, fstat and pread of the kept reader
+    (the range's size and its proof). The line is copied into the
+    trace's shared mapping, which grows by doubling (fallocate, mremap)."""
+    def check(n, records):
         ranges = [f for r in records if r.get("call") == "write"
                   for f in r["snap"]["files"].values() if "off" in f]
         assert len(ranges) == n, f"expected {n} range snapshots, found {len(ranges)}"
-    per_100 = {name: runs[200].get(name, 0) - runs[100].get(name, 0)
-               for name in set(runs[100]) | set(runs[200])}
-    per_100 = {name: k for name, k in per_100.items() if k}
+    per_100 = syscalls_of_100_writes(tmp_path, built["bench-writer"], check)
     stat = "fstat" if "fstat" in per_100 else "newfstatat"
     # the longer trace may have doubled its mapping once more (and
     # checked its descriptor before)
