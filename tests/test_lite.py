@@ -108,15 +108,14 @@ def built(tmp_path_factory):
             "jitter": cc(d / "jitter.c", d / "jitter")}
 
 
-def traced(base, argv, plan="", start=None, snapdir=False):
-    """Run ARGV in BASE/work with a trace (no snapshots unless asked),
-    lite from START; (run, records)."""
+def traced(base, argv, plan="", start=None):
+    """Run ARGV in BASE/work with a trace and no snapshots, lite from
+    START; (run, records)."""
     work = base / "work"
     work.mkdir(parents=True)
     (work / "target").write_bytes(payload.make(4096, 1))
     (base / "new").write_bytes(payload.make(12000, 2))
-    env = runner.build_env(plan, base / "trace.jsonl", work,
-                           base / "snaps" if snapdir else None,
+    env = runner.build_env(plan, base / "trace.jsonl", work, None,
                            base / "shared", program=str(argv[0]), cwd=work,
                            trace_from=start)
     run = runner.run([str(a) for a in argv] + ["target", str(base / "new")],
@@ -280,12 +279,14 @@ def three(built, tmp_path_factory):
 
 
 def test_lite_runs_judge_every_case_as_whole_ones(three):
+    """Every case of the five programs gets the same verdict, finding,
+    states, excerpt, fired rules and exit with lite runs as without."""
     (lite, _), (whole, _) = three
     assert lite.keys() == whole.keys()
     differ = [i for i in lite if {k: lite[i][0][k] for k in KEYS}
               != {k: whole[i][0][k] for k in KEYS}]
     assert differ == []
-    # findings keep a directory with the whole trace
+    # the findings keep a directory, as whole runs do
     assert [i for i in lite if bool(lite[i][0]["dir"]) != bool(whole[i][0]["dir"])] == []
     assert all(x is None for res, runs in whole.values() for x in runs)
 
