@@ -661,7 +661,7 @@ class Judge:
         self._scratch = self._scratch_combo = None
         self._server = self._server_key = None    # key: its command line
         self._unservable = set()    # command lines that cannot be served
-        # (command line, kind) -> [lite runs that stood, that did not]
+        # (spec, strategy, kind) -> [lite runs that stood, that did not]
         self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
@@ -825,21 +825,21 @@ class Judge:
         any call a fault fired on (faults/preload.c, CRASHCHECK_TRACE_FROM).
         judge_run accepts it only when that is all it needs; else the
         case runs again, recorded whole. Kinds in LITE_KINDS are those
-        whose programs mostly stop; a command line whose lite runs of a
-        kind keep being run again gets whole runs for it."""
+        whose programs mostly stop; where a spec's (and strategy's) lite
+        runs of a kind keep being run again, its cases of that kind are
+        whole from then on."""
         if (not self.settings.lite or self.hold or self.settings.keep
                 or case.kind not in LITE_KINDS or case.at is None
                 or case.at <= LITE_MARGIN):
             return None
-        stood, missed = self._lite.get((tuple(argv_of(combo)), case.kind),
-                                        (0, 0))
+        stood, missed = self._lite.get(_lite_key(case, combo), (0, 0))
         if missed >= 2 and missed > stood:
             return None
         return case.at - LITE_MARGIN
 
     def lite_count(self, case, combo, stood):
         """Count a lite run of CASE that STOOD, or that ran again."""
-        counts = self._lite.setdefault((tuple(argv_of(combo)), case.kind), [0, 0])
+        counts = self._lite.setdefault(_lite_key(case, combo), [0, 0])
         counts[0 if stood else 1] += 1
 
     def scratch_for(self, combo):
@@ -934,6 +934,12 @@ class Judge:
         # read only for a run that claims success (a retried call, its
         # after-exit crash states).
         faulted = out.faulted()
+        lite = out.trace_from is not None and not run.timed_out
+        if lite and (run.status == 0 or
+                     any(r["seq"] < out.trace_from for r in faulted)):
+            # it runs again whole whatever its verdict: not judged (a
+            # checker contract would run its checker for nothing)
+            return None
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=on_data_path(faulted, out.workdir),
@@ -947,9 +953,7 @@ class Judge:
             timeout=timeout_of(combo, self.settings),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
-        if out.trace_from is not None and not run.timed_out and (
-                verdict.verdict not in ("ok", "skipped") or run.status == 0
-                or any(r["seq"] < out.trace_from for r in faulted)):
+        if lite and verdict.verdict not in ("ok", "skipped"):
             return None
         judged, model = 0, None
         # A program that claims success is also judged at its after-exit
@@ -1041,6 +1045,12 @@ EXCERPT_LINES = 40
 LITE_MARGIN = 2 * EXCERPT_LINES
 # the kinds of fault case that run lite first (Judge.lite_from)
 LITE_KINDS = ("eio", "enospc", "crash")
+
+
+def _lite_key(case, combo):
+    """What Judge counts lite runs by: the program (spec and strategy;
+    its sizes share a command line) and the kind of fault."""
+    return combo.spec.name, combo.strategy, case.kind
 
 
 def excerpt_around(out, call):

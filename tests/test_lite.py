@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import payload, runner, sweep  # noqa: E402
 from harness import spec as specmod  # noqa: E402
 from harness import trace as trace_mod  # noqa: E402
+from test_hardening import write_spec  # noqa: E402
 from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
 
 # Writes NEW in writes of PIECE bytes, one of three ways (usage: pieces
@@ -213,14 +214,11 @@ KEYS = ("verdict", "passed", "finding", "explanation", "state", "model",
         "states", "fired", "trace_excerpt", "exit", "stderr", "expected")
 
 
-def spec_file(tmp_path, name, argv, sizes, extra=""):
-    toml = tmp_path / f"{name}.toml"
-    command = ", ".join(f'"{a}"' for a in argv)
-    toml.write_text(
-        f'name = "{name}"\ndescription = "test: {name}"\n'
-        f'command = [{command}, "{{target}}", "{{new}}"]\n'
-        f'contract = "atomic"\nsizes = {sizes}\nold = "payload"\n{extra}')
-    return specmod.load(toml)
+def spec_file(tmp_path, name, argv, sizes, timeout=None):
+    """The spec of ARGV TARGET NEW, loaded."""
+    return specmod.load(write_spec(
+        tmp_path / f"{name}.toml", name,
+        [*map(str, argv), "{target}", "{new}"], sizes=sizes, timeout=timeout))
 
 
 def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None):
@@ -350,8 +348,8 @@ def test_a_lite_run_that_timed_out_stands(built, tmp_path):
     """A program that hangs after its fault is judged from its lite run
     (a whole one would only time out again), and its directory says that
     its trace starts late."""
-    specs = [spec_file(tmp_path, "hanger", [built["pieces"], "hang", "100"], [9000],
-                       "timeout = 0.5\n")]
+    specs = [spec_file(tmp_path, "hanger", [built["pieces"], "hang", "100"],
+                       [9000], timeout=0.5)]
     want = ("hanger-9000B-write#85=EIO", "hanger-9000B-write#86+=ENOSPC")
     lite, _ = judged(tmp_path / "l", specs, True, only=want.__contains__)
     whole, _ = judged(tmp_path / "w", specs, False, only=want.__contains__)

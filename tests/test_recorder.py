@@ -682,9 +682,10 @@ def test_a_line_a_process_died_writing_is_left_out(dead, why):
 
 
 def test_the_zeros_past_the_last_line_go_as_rstrip_takes_them():
-    """clean() takes the zeros after the last newline without rstrip's
-    byte-at-a-time look, and leaves what rstrip leaves, whatever follows
-    the last newline (zeros, part of a line, nothing)."""
+    """clean() begins with _strip_zeros, which takes the zeros after the
+    last newline without rstrip's byte-at-a-time look: it must leave what
+    rstrip leaves, whatever follows the last newline (zeros, part of a
+    line, nothing)."""
     rng = random.Random(8)
     pieces = [b"\0", b"\0" * 9, b"\n", b"}", LINE % (3, 3), b'{"ev":"', b"x"]
     for _ in range(3000):
