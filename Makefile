@@ -27,6 +27,7 @@ all: deps
 ifneq ($(HAVE_FAULTS),)
 	$(Q)$(SUBMAKE) -C faults
 endif
+	$(Q)$(SUBMAKE) -C harness
 	$(Q)$(SUBMAKE) -C tests/unit
 	$(Q)$(PYTHON) -m compileall -q harness
 
@@ -72,6 +73,7 @@ clean:
 ifneq ($(HAVE_FAULTS),)
 	$(Q)$(SUBMAKE) -C faults clean
 endif
+	$(Q)$(SUBMAKE) -C harness clean
 	$(Q)$(SUBMAKE) -C tests/unit clean
 	$(Q)rm -rf harness/__pycache__
 

@@ -9,7 +9,9 @@ Targets (all three by default):
   trace     harness.trace.parse() on JSON lines: only TraceError may escape;
             and a trace it accepts must not break the code that reads
             accepted records (trace.calls/fired/format_call, the sweep's
-            targeted_calls, explorer.crash_points).
+            targeted_calls, explorer.crash_points); and on any lines, the
+            moot-write scan in C (harness/tracescan.c) must give what its
+            Python reference gives.
   explorer  harness.explorer.explore() on what trace.parse() accepts, under
             both models: only ExplorerError may escape; and the after-exit
             points explore_exit() builds from one replay (the sweep's way,
@@ -136,6 +138,17 @@ class TraceTarget(Target):
                 if p.is_file()]
 
     def run(self, data):
+        # the moot scan reads lines parse() may refuse: its C and Python
+        # ways must agree on any (but for inode numbers past 64 bits,
+        # which C leaves to be replayed)
+        lazy = tracemod.Lazy(data, "fuzz.jsonl")
+        if lazy.lines is not None and tracemod.native() is not None:
+            want = {i: w for i, w in lazy.moot_writes_py().items()
+                    if w[1] < 2 ** 64}
+            if tracemod._native_moot(tracemod.native(), lazy.lines) \
+                    not in (want, None):
+                raise AssertionError("tracescan.so's moot writes differ "
+                                     "from moot_writes_py()")
         records = tracemod.parse(data, "fuzz.jsonl")
         # Everything below is what the harness does with a trace it has
         # accepted: none of it may fail on an accepted record.

@@ -232,7 +232,18 @@ class Lazy:
         file's inode number anywhere, as a number or in a name, ends the
         run: a rename of the file, a snapshot of the directory or of the
         file, a failed sync, a process start; some of these matter and
-        telling them apart is not worth a doubt."""
+        telling them apart is not worth a doubt. The scan is tracescan.so's
+        where it was built (native()), else moot_writes_py()."""
+        lib = native()
+        if lib is not None:
+            moot = _native_moot(lib, self.lines)
+            if moot is not None:
+                return moot
+        return self.moot_writes_py()
+
+    def moot_writes_py(self):
+        """moot_writes() in Python: the reference harness/tracescan.c
+        follows step by step."""
         moot, synced = {}, set()
         sync, write = self._WHOLE_SYNC.fullmatch, self._MOOT_WRITE.match
         lines = self.lines
@@ -318,6 +329,54 @@ class Lazy:
 
 
 _SEQ, _EV = operator.itemgetter(2), operator.itemgetter(1)
+
+# harness/tracescan.c: the moot scan in C (its header says why). Loaded
+# once, on first use; None where it was not built or is of another build
+# (its ABI number), and the scan is then Python's.
+_TRACESCAN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "tracescan.so")
+_TRACESCAN_ABI = 1
+_native = False     # not looked for yet
+# the calls of a moot write, in tracescan.c's order (its KIND - 1)
+_MOOT_CALLS = ("write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2")
+
+
+def native():
+    """tracescan.so through ctypes, or None."""
+    global _native
+    if _native is False:
+        _native = _load_native(_TRACESCAN)
+    return _native
+
+
+def _load_native(path):
+    import ctypes
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    lib.tracescan_abi.restype = ctypes.c_int
+    lib.tracescan_abi.argtypes = []
+    if lib.tracescan_abi() != _TRACESCAN_ABI:
+        return None
+    lib.tracescan_moot.restype = ctypes.c_long
+    lib.tracescan_moot.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                   ctypes.c_size_t, ctypes.c_void_p,
+                                   ctypes.c_void_p]
+    lib.kinds = ctypes.create_string_buffer
+    lib.inodes = ctypes.c_ulonglong
+    return lib
+
+
+def _native_moot(lib, lines):
+    """Lazy.moot_writes() of LINES by LIB, or None where it gave up."""
+    n = len(lines)
+    buf = b"\n".join(lines)
+    kind, ino = lib.kinds(n), (lib.inodes * n)()
+    if lib.tracescan_moot(buf, len(buf), n, kind, ino) < 0:
+        return None
+    calls = _MOOT_CALLS
+    return {i: (calls[k - 1], ino[i]) for i, k in enumerate(kind.raw) if k}
 
 
 def faulted(records):

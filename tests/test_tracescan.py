@@ -1,0 +1,214 @@
+"""harness/tracescan.c, the moot-write scan in C, against its reference,
+trace.Lazy.moot_writes_py: the same answers on random traces built from
+the library's line shapes and near misses of them, on recorded traces,
+and the same after-exit replay."""
+
+import random
+
+import pytest
+
+from harness import explorer, payload, trace as trace_mod
+
+from test_recorder import Run, built, exit_points  # noqa: F401 (a fixture)
+
+
+@pytest.fixture(scope="module")
+def lib():
+    lib = trace_mod.native()
+    # `make` builds it, and every sweep uses it: a test run without it
+    # would hold nothing to its reference
+    assert lib is not None, f"{trace_mod._TRACESCAN} not built or not loadable"
+    return lib
+
+
+def scans(lib, lines):
+    """(C's answer, Python's answer less what C cannot give)."""
+    ref = trace_mod.Lazy(b"")
+    ref.lines = lines
+    want = {i: w for i, w in ref.moot_writes_py().items() if w[1] < 2 ** 64}
+    return trace_mod._native_moot(lib, lines), want
+
+
+# inode numbers that are digits of each other's, or of the lines' other
+# numbers, zero-led, or 2^64 and more
+INODES = ["36594256", "365942561", "36594257", "77", "0123",
+          "18446744073709551615", "18446744073709551616",
+          "123456789012345678901234"]
+PATHS = (["/w/target", "/w/123", "/w/a{b", "/w/7.tmp"], ["/w/tar\\\"get"])
+FLAGS = (["", '"O_APPEND"'], ['"O_SYNC"', '"O_APPEND","O_DSYNC"', '"O_DIRECT"'])
+CALLS = (list(trace_mod._MOOT_CALLS), ["read", "pwrite7", "fsync", "Write"])
+
+
+def pick(rng, choices):
+    """One of the good CHOICES, or now and then one of the near misses."""
+    good, bad = choices
+    return rng.choice(bad if rng.random() < 0.04 else good)
+
+
+def write_line(rng, seq, ino):
+    parts = [f'{{"ev":"call","seq":{seq},"pid":{rng.choice(["41", "-1"])},'
+             f'"call":"{pick(rng, CALLS)}","n":{rng.randint(1, 99)},'
+             f'"fd":3,"path":"{pick(rng, PATHS)}","ino":{ino},']
+    if rng.random() < 0.8:
+        parts.append(f'"off":{rng.choice(["0", "4500", "-1"])},')
+    if rng.random() < 0.8:
+        parts.append(f'"len":{rng.randint(0, 9000)},')
+    parts.append(f'"flags":[{pick(rng, FLAGS)}],'
+                 f'"ret":{rng.choice(["10", "-1"])},'
+                 f'"errno":{rng.choice(["0", "4", "28"])}')
+    if rng.random() < 0.2:
+        parts.append(',"fault":{"rule":1,"action":"%s"}'
+                     % pick(rng, (["EINTR", "short"], ['x\\"y'])))
+    snap = ',"snap":{"files":{"' + pick(rng, ([ino], INODES)) + '":'
+    parts.append(pick(rng, ([
+        "}",
+        snap + '{"size":9,"off":0,"len":2,"data":"ab"}' + "}}}",
+        snap + '{"size":9,"off":0,"len":2,"hash":"0123456789abcdef"}' + "}}}",
+    ], [
+        # a brace short, another object, a directory
+        snap + '{"size":9,"off":0,"len":2,"data":"ab"}' + "}}",
+        snap + '{"size":9},"9":{"size":1}' + "}}}",
+        ',"snap":{"dir":{"x":' + ino + '},"files":{}}}',
+    ])))
+    return "".join(parts)
+
+
+def sync_line(rng, seq, ino):
+    ok = pick(rng, ([True], [False]))
+    return (f'{{"ev":"call","seq":{seq},"pid":41,'
+            f'"call":"{pick(rng, (["fsync", "fdatasync"], ["msync", "sync"]))}",'
+            f'"n":1,"fd":3,"path":"{pick(rng, PATHS)}","ino":{ino},'
+            f'"ret":{0 if ok else -1},"errno":{0 if ok else 5},'
+            '"snap":{"files":{"' + pick(rng, ([ino], INODES))
+            + '":{"size":10,"hash":"'
+            + pick(rng, (["0123456789abcdef"], ["0123456789abcde",
+                                                "0123456789abcdef0",
+                                                "0123456789ABCDEF"])) + '"'
+            + pick(rng, (["}}}}"], ["}}}", "}}}}}", '}},"x":1}}'])))
+
+
+def other_line(rng, seq, ino):
+    return (f'{{"ev":"call","seq":{seq},"pid":41,'
+            f'"call":"{rng.choice(["close", "rename", "ftruncate"])}",'
+            f'"n":1,"path":"{pick(rng, PATHS)}","ino":{ino},'
+            f'"ret":0,"errno":0}}')
+
+
+def mutate(rng, line):
+    """One byte changed, dropped or added, or the line cut short."""
+    b = bytearray(line)
+    i = rng.randrange(len(b))
+    how = rng.randrange(4)
+    if how == 0:
+        b[i] = rng.choice(b'{}":,0123456789ax\\[]-')
+    elif how == 1 and len(b) > 1:
+        del b[i]
+    elif how == 2:
+        b.insert(i, rng.choice(b'{}":,07\\'))
+    elif i:
+        del b[i:]
+    return bytes(b)
+
+
+def random_trace(rng):
+    """Runs of writes to one inode, most followed by a sync of it, with
+    other lines between now and then; now and then a line garbled."""
+    inodes = rng.sample(INODES[:3], rng.randint(1, 3))
+    if rng.random() < 0.3:
+        inodes.append(rng.choice(INODES[3:]))
+    lines = []
+    while len(lines) < 30:
+        ino = rng.choice(inodes)
+        for _ in range(rng.randint(1, 6)):
+            lines.append(write_line(rng, len(lines), ino))
+            if rng.random() < 0.05:
+                lines.append(other_line(rng, len(lines), rng.choice(inodes)))
+        if rng.random() < 0.8:
+            lines.append(sync_line(rng, len(lines), ino))
+    lines = [line.encode() for line in lines]
+    return [mutate(rng, line) if rng.random() < 0.03 else line
+            for line in lines]
+
+
+def test_random_traces_get_python_s_answers(lib):
+    """5000 random traces of write, sync and other lines over inodes whose
+    digits are in each other's, many of them near misses of the moot
+    shapes: the C scan and the Python one name the same moot writes."""
+    rng = random.Random(8)
+    moot = candidates = 0
+    for n in range(5000):
+        lines = random_trace(rng)
+        got, want = scans(lib, lines)
+        assert got == want, (n, lines)
+        moot += len(want)
+        candidates += sum(b'"call":"' in line for line in lines)
+    # neither all nor none: the answers were worth comparing
+    assert 0.1 < moot / candidates < 0.5, (moot, candidates)
+
+
+def test_the_edges_of_a_line():
+    """Every line cut short, at every byte, of a moot write and of a whole
+    sync: C reads no byte past the end (tests/unit/check_tracescan runs
+    this under the sanitizers) and agrees with Python on each."""
+    lib = trace_mod.native()
+    assert lib is not None
+    w = (b'{"ev":"call","seq":1,"pid":4,"call":"pwrite64","n":1,"fd":3,'
+         b'"path":"/w/t","ino":77,"off":0,"len":2,"flags":[],"ret":2,'
+         b'"errno":0,"snap":{"files":{"77":{"size":2,"off":0,"len":2,'
+         b'"data":"abcd"}}}}')
+    s = (b'{"ev":"call","seq":2,"pid":4,"call":"fsync","n":1,"fd":3,'
+         b'"path":"/w/t","ino":77,"ret":0,"errno":0,"snap":{"files":{"77":'
+         b'{"size":2,"hash":"0123456789abcdef"}}}}')
+    assert scans(lib, [w, s]) == ({0: ("pwrite64", 77)},) * 2
+    moot = []
+    for cut in range(1, len(w)):
+        got, want = scans(lib, [w[:cut], s])
+        assert got == want, cut
+        moot += [w[:cut][-12:]] if got else []
+    # Python's pattern ends where the range's object opens: cut there, the
+    # line is still moot (the rest would only be read if a world asked)
+    assert moot == [b'{"files":{"77":{'[-12:]]
+    for cut in range(1, len(s)):
+        got, want = scans(lib, [w, s[:cut]])
+        assert got == want == {}, cut
+
+
+def test_more_fsyncd_files_than_it_holds_is_python_s_to_scan(lib):
+    """Past 64 files fsync'd at once the C scan gives up, and
+    moot_writes() gives Python's answer."""
+    lines = []
+    for ino in range(1000, 1065):
+        lines.append(b'{"ev":"call","seq":%d,"pid":4,"call":"write","n":1,'
+                     b'"fd":3,"path":"/w/f","ino":%d,"flags":[],"ret":1,'
+                     b'"errno":0}' % (len(lines), ino))
+    for ino in range(1000, 1065):
+        lines.append(b'{"ev":"call","seq":%d,"pid":4,"call":"fsync","n":1,'
+                     b'"fd":3,"path":"/w/f","ino":%d,"ret":0,"errno":0,'
+                     b'"snap":{"files":{"%d":{"size":1,'
+                     b'"hash":"0123456789abcdef"}}}}' % (len(lines), ino, ino))
+    assert trace_mod._native_moot(lib, lines) is None
+    lazy = trace_mod.Lazy(b"\n".join(lines))
+    # the first write is no longer moot: later lines name its digits
+    assert len(lazy.moot_writes()) == len(lazy.moot_writes_py()) > 0
+    assert lazy.moot_writes() == lazy.moot_writes_py()
+    assert trace_mod._native_moot(lib, lines[:64] + lines[65:129]) is not None
+
+
+def test_a_recorded_run_replays_alike_both_ways(tmp_path, built, lib,
+                                                monkeypatch):
+    """bench-writer's 300 pieces: the same moot writes both ways, and the
+    after-exit points of for_exit() are those of the whole trace's."""
+    run = Run(tmp_path, [built["bench-writer"], 300, "target", "../in/new"],
+              "range", old=payload.make(4096, 1), new=payload.make(20000, 2))
+    assert run.run.status == 0, run.run.stderr_text()
+    lazy = trace_mod.Lazy.load(tmp_path / "trace.jsonl")
+    assert len(lazy.moot_writes()) == 300
+    assert lazy.moot_writes() == lazy.moot_writes_py()
+    got = lazy.for_exit()
+    assert [len(r.lines) for r in got if isinstance(r, explorer.Moot)] == [300]
+    assert exit_points(got, run.snapdir, True) == \
+        exit_points(run.records, run.snapdir, True)
+    # and without the library, the same records
+    monkeypatch.setattr(trace_mod, "_native", None)
+    again = trace_mod.Lazy.load(tmp_path / "trace.jsonl").for_exit()
+    assert [(type(r), dict(r)) for r in again] == [(type(r), dict(r)) for r in got]
