@@ -2,8 +2,10 @@
 answer the questions the harness asks of it: which calls were made, in
 what order, and which planned rules fired how often."""
 
+import array
 import bisect
 import errno as _errno
+import itertools
 import json
 import json.scanner
 import operator
@@ -100,21 +102,31 @@ class Lazy:
 
     def __init__(self, data, name="<trace>"):
         self.data, self.name = data, name
-        self._records = self._faulted = None
-        self.lines = self.evs = self.seqs = None
+        self._records = self._faulted = self._moot = None
+        self.lines = self.evs = self.seqs = self.codes = None
         lines = [line for line in data.split(b"\n") if line]
-        heads = list(map(self._HEAD.match, lines))
-        if not (all(heads) and all(line.endswith(b"}") for line in lines)):
-            return
-        seqs = list(map(int, map(_SEQ, heads)))
+        lib = native()
+        got = _native_index(lib, data, len(lines)) if lib else None
+        if got is not None:
+            seqs, codes = got
+        else:
+            heads = list(map(self._HEAD.match, lines))
+            if not (all(heads) and all(line.endswith(b"}") for line in lines)):
+                return
+            seqs = list(map(int, map(_SEQ, heads)))
+            codes = bytes(_EV_CODE[h[1]] | (_FAULT if b'"fault":' in line else 0)
+                          for h, line in zip(heads, lines))
         if seqs != sorted(seqs):
             # several processes: put the lines in seq order
             order = sorted(range(len(lines)), key=seqs.__getitem__)
             lines = [lines[i] for i in order]
-            heads = [heads[i] for i in order]
             seqs = [seqs[i] for i in order]
+            codes = bytes(codes[i] for i in order)
         self.lines = lines
-        self.evs = list(map(_EV, heads))
+        # of each line: 1 init, 2 call, 3 crash, plus _FAULT when it
+        # holds '"fault":' (tracescan.h, tracescan_index)
+        self.codes = codes
+        self.evs = [_EV_NAME[c & 3] for c in codes]
         self.seqs = seqs
 
     @classmethod
@@ -161,9 +173,8 @@ class Lazy:
         """The records of the calls a fault fired on, and crash records,
         in seq order."""
         if self._faulted is None:
-            want = [i for i, (ev, line) in enumerate(zip(self.evs or (),
-                                                         self.lines or ()))
-                    if ev == b"crash" or b'"fault":' in line]
+            want = [i for i, c in enumerate(self.codes or ())
+                    if c & _FAULT or c == 3]
             got = self._parse(want)
             if got is None:
                 got = faulted(self.records)
@@ -181,15 +192,19 @@ class Lazy:
         caller passes over the others anyway."""
         done = seq
         if self.lines is not None and self._records is None:
-            lines, evs = self.lines, self.evs
-            idx = [i for i in range(bisect.bisect_right(self.seqs, seq),
-                                    len(lines)) if evs[i] == b"call"]
+            lines, codes = self.lines, self.codes
+            idx = range(bisect.bisect_right(self.seqs, seq), len(lines))
             if needles:
                 first, rest = needles[0], needles[1:]
-                idx = [i for i in idx if (
-                    first in lines[i] and all(n in lines[i] for n in rest))
-                    or b" " in lines[i] or b"\t" in lines[i]
-                    or b"\r" in lines[i]]
+                if self._blank():
+                    idx = [i for i in idx if (
+                        first in lines[i] and all(n in lines[i] for n in rest))
+                        or b" " in lines[i] or b"\t" in lines[i]
+                        or b"\r" in lines[i]]
+                else:
+                    idx = [i for i in idx if first in lines[i]
+                           and all(n in lines[i] for n in rest)]
+            idx = [i for i in idx if codes[i] & 3 == 2]
             pos, n = 0, 4
             while pos < len(idx):
                 got = self._lines(idx[pos:pos + n])
@@ -202,6 +217,12 @@ class Lazy:
             else:
                 return
         yield from (r for r in calls(self.records) if r["seq"] > done)
+
+    def _blank(self):
+        """The trace holds white space somewhere (JSON the library does
+        not write: a line with some may spell a field otherwise)."""
+        data = self.data
+        return b" " in data or b"\t" in data or b"\r" in data
 
     # The after-exit replay (explorer.explore_exit) needs no write that a
     # later successful fsync of the same file snapshots whole, when no line
@@ -234,12 +255,20 @@ class Lazy:
         file, a failed sync, a process start; some of these matter and
         telling them apart is not worth a doubt. The scan is tracescan.so's
         where it was built (native()), else moot_writes_py()."""
-        lib = native()
-        if lib is not None:
-            moot = _native_moot(lib, self.lines)
-            if moot is not None:
-                return moot
-        return self.moot_writes_py()
+        got = self._native_moot()
+        if got is None:
+            return self.moot_writes_py()
+        kind, ino, calls = got[0], got[1], _MOOT_CALLS
+        return {i: (calls[(k & ~_RUN) - 1], ino[i])
+                for i, k in enumerate(kind) if k}
+
+    def _native_moot(self):
+        """tracescan_moot's (kind, inode) of each line, once; None without
+        the library, or where it gave up."""
+        if self._moot is None:
+            lib = native()
+            self._moot = (lib and _native_moot(lib, self.lines)) or False
+        return self._moot or None
 
     def moot_writes_py(self):
         """moot_writes() in Python: the reference harness/tracescan.c
@@ -277,7 +306,10 @@ class Lazy:
         from .explorer import Moot
         if self._records is not None or self.lines is None:
             return self.records
-        moot = self.moot_writes()
+        got = self._native_moot()
+        if got is not None:
+            return self._for_exit(*got)
+        moot = self.moot_writes_py()
         if not moot:
             return self.records
         got = self._lines([i for i in range(len(self.lines)) if i not in moot])
@@ -296,6 +328,26 @@ class Lazy:
                 out.append(run)
         return out
 
+    def _for_exit(self, kind, ino):
+        """for_exit() from tracescan_moot's answer: each run of moot
+        writes to one file starts at a line marked _RUN."""
+        from .explorer import Moot
+        runs = [m.span() for m in _RUNS.finditer(kind)]
+        if not runs:
+            return self.records
+        got = self._lines([i for i, k in enumerate(kind) if not k])
+        if got is None:
+            return self.records     # the whole trace says where, and what
+        out, it, done, seqs = [], iter(got), 0, self.seqs
+        for a, b in runs:
+            # the lines between two runs are not moot
+            out.extend(itertools.islice(it, a - done))
+            out.append(Moot(seqs[a], _MOOT_CALLS[(kind[a] & ~_RUN) - 1],
+                            ino[a], self._records_at, list(range(a, b))))
+            done = b
+        out.extend(it)
+        return out
+
     def _records_at(self, indexes):
         """The records of the lines at INDEXES, as parse() gives them (or
         the whole trace's error, which words it with its line number)."""
@@ -310,15 +362,16 @@ class Lazy:
         the first whose call#n is CALL (from the start when none is):
         what the sweep shows of a trace next to a finding."""
         if self.lines is not None and self._records is None:
-            idx = [i for i, ev in enumerate(self.evs) if ev != b"init"]
+            idx = [i for i, c in enumerate(self.codes) if c & 3 != 1]
             at = 0
             name, _, n = call.partition("#") if call else ("", "", "")
             if name and n.isdigit():
                 needle = b'"call":' + json.dumps(name).encode() + b',"n":' + n.encode()
-                for k, i in enumerate(idx):
-                    line = self.lines[i]
+                lines = self.lines
+                for k in [k for k, i in enumerate(idx) if needle in lines[i]]:
+                    line = lines[idx[k]]
                     pos = line.find(needle)
-                    if pos >= 0 and line[pos + len(needle):pos + len(needle) + 1] in (b",", b"}"):
+                    if line[pos + len(needle):pos + len(needle) + 1] in (b",", b"}"):
                         at = k
                         break
             start = _window_start(at, len(idx), count)
@@ -329,13 +382,21 @@ class Lazy:
 
 
 _SEQ, _EV = operator.itemgetter(2), operator.itemgetter(1)
+# Lazy.codes: a line's ev, and whether it holds '"fault":'
+_EV_CODE = {b"init": 1, b"call": 2, b"crash": 3}
+_EV_NAME = (None, b"init", b"call", b"crash")
+_FAULT = 4
+# tracescan_moot's mark of the first write of a run to one file, and a
+# run: its first, then the rest (kinds 1 to 6)
+_RUN = 0x80
+_RUNS = re.compile(rb"[\x81-\x86][\x01-\x06]*")
 
 # harness/tracescan.c: the moot scan in C (its header says why). Loaded
 # once, on first use; None where it was not built or is of another build
 # (its ABI number), and the scan is then Python's.
 _TRACESCAN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "tracescan.so")
-_TRACESCAN_ABI = 1
+_TRACESCAN_ABI = 2
 _native = False     # not looked for yet
 # the calls of a moot write, in tracescan.c's order (its KIND - 1)
 _MOOT_CALLS = ("write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2")
@@ -359,24 +420,44 @@ def _load_native(path):
     lib.tracescan_abi.argtypes = []
     if lib.tracescan_abi() != _TRACESCAN_ABI:
         return None
-    lib.tracescan_moot.restype = ctypes.c_long
-    lib.tracescan_moot.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                   ctypes.c_size_t, ctypes.c_void_p,
-                                   ctypes.c_void_p]
-    lib.kinds = ctypes.create_string_buffer
-    lib.inodes = ctypes.c_ulonglong
+    for f in (lib.tracescan_index, lib.tracescan_moot):
+        f.restype = ctypes.c_long
+        f.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
+                      ctypes.c_void_p, ctypes.c_void_p]
     return lib
 
 
+def _out(n):
+    """Room for N answers of each kind: (bytes, 64-bit numbers), with the
+    addresses to hand C."""
+    small, big = bytearray(n), array.array("Q", bytes(8 * n))
+    return small, big, _address(small), big.buffer_info()[0]
+
+
+def _address(buf):
+    import ctypes
+    return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)) \
+        if buf else None
+
+
+def _native_index(lib, data, n):
+    """Lazy's (seqs, codes) of the N lines of DATA by LIB, or None where
+    a line is not of the shape (Lazy._HEAD) or a seq does not fit."""
+    codes, seqs, at_codes, at_seqs = _out(n)
+    if lib.tracescan_index(data, len(data), n, at_seqs, at_codes) < 0:
+        return None
+    return seqs.tolist(), bytes(codes)
+
+
 def _native_moot(lib, lines):
-    """Lazy.moot_writes() of LINES by LIB, or None where it gave up."""
+    """tracescan_moot's (kind, inode) of each of LINES by LIB, or None
+    where it gave up."""
     n = len(lines)
     buf = b"\n".join(lines)
-    kind, ino = lib.kinds(n), (lib.inodes * n)()
-    if lib.tracescan_moot(buf, len(buf), n, kind, ino) < 0:
+    kind, ino, at_kind, at_ino = _out(n)
+    if lib.tracescan_moot(buf, len(buf), n, at_kind, at_ino) < 0:
         return None
-    calls = _MOOT_CALLS
-    return {i: (calls[k - 1], ino[i]) for i, k in enumerate(kind.raw) if k}
+    return bytes(kind), ino
 
 
 def faulted(records):

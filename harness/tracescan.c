@@ -244,6 +244,46 @@ int tracescan_abi(void)
 	return TRACESCAN_ABI;
 }
 
+long tracescan_index(const char *buf, size_t len, size_t nlines,
+		     unsigned long long *seq, unsigned char *ev)
+{
+	static const char *const EVS[] = {"init", "call", "crash"};
+	const char *p = buf, *end = buf + len;
+	size_t i = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *stop = nl ? nl : end;
+		struct cur c = {p, stop};
+		const char *d;
+		size_t dlen, e;
+
+		if (stop == p) {	/* an empty line: not one of the lines */
+			p = stop + 1;
+			continue;
+		}
+		if (i == nlines || !lit(&c, "{\"ev\":\""))
+			return -1;
+		for (e = 0; e < 3; e++) {
+			struct cur name = c;
+
+			if (lit(&name, EVS[e]) && lit(&name, "\",\"seq\":")) {
+				c = name;
+				break;
+			}
+		}
+		if (e == 3 || !digits(&c, &d, &dlen) || !lit(&c, ",") ||
+		    stop[-1] != '}' || !value(d, dlen, &seq[i]))
+			return -1;
+		ev[i] = (unsigned char)(e + 1);
+		if (memmem(p, (size_t)(stop - p), "\"fault\":", 8))
+			ev[i] |= TRACESCAN_FAULT;
+		i++;
+		p = stop + 1;
+	}
+	return i == nlines ? 0 : -1;
+}
+
 long tracescan_moot(const char *buf, size_t len, size_t nlines,
 		    unsigned char *kind, unsigned long long *ino)
 {
@@ -286,5 +326,9 @@ long tracescan_moot(const char *buf, size_t len, size_t nlines,
 			}
 		}
 	}
+	/* the first line of each run of moot writes to one inode */
+	for (size_t i = 0; i < nlines; i++)
+		if (kind[i] && (i == 0 || !kind[i - 1] || ino[i - 1] != ino[i]))
+			kind[i] |= TRACESCAN_RUN;
 	return moot;
 }

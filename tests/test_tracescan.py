@@ -4,6 +4,8 @@ the library's line shapes and near misses of them, on recorded traces,
 and the same after-exit replay."""
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -21,12 +23,19 @@ def lib():
     return lib
 
 
+def of_lines(lines):
+    """A Lazy of LINES as they are, shape or not."""
+    lazy = trace_mod.Lazy(b"")
+    lazy.lines = lines
+    return lazy
+
+
 def scans(lib, lines):
     """(C's answer, Python's answer less what C cannot give)."""
-    ref = trace_mod.Lazy(b"")
-    ref.lines = lines
-    want = {i: w for i, w in ref.moot_writes_py().items() if w[1] < 2 ** 64}
-    return trace_mod._native_moot(lib, lines), want
+    assert of_lines(lines)._native_moot() is not None
+    want = {i: w for i, w in of_lines(lines).moot_writes_py().items()
+            if w[1] < 2 ** 64}
+    return of_lines(lines).moot_writes(), want
 
 
 # inode numbers that are digits of each other's, or of the lines' other
@@ -186,12 +195,12 @@ def test_more_fsyncd_files_than_it_holds_is_python_s_to_scan(lib):
                      b'"fd":3,"path":"/w/f","ino":%d,"ret":0,"errno":0,'
                      b'"snap":{"files":{"%d":{"size":1,'
                      b'"hash":"0123456789abcdef"}}}}' % (len(lines), ino, ino))
-    assert trace_mod._native_moot(lib, lines) is None
+    assert of_lines(lines)._native_moot() is None
     lazy = trace_mod.Lazy(b"\n".join(lines))
     # the first write is no longer moot: later lines name its digits
     assert len(lazy.moot_writes()) == len(lazy.moot_writes_py()) > 0
     assert lazy.moot_writes() == lazy.moot_writes_py()
-    assert trace_mod._native_moot(lib, lines[:64] + lines[65:129]) is not None
+    assert of_lines(lines[:64] + lines[65:129])._native_moot() is not None
 
 
 def test_a_recorded_run_replays_alike_both_ways(tmp_path, built, lib,
@@ -212,3 +221,135 @@ def test_a_recorded_run_replays_alike_both_ways(tmp_path, built, lib,
     monkeypatch.setattr(trace_mod, "_native", None)
     again = trace_mod.Lazy.load(tmp_path / "trace.jsonl").for_exit()
     assert [(type(r), dict(r)) for r in again] == [(type(r), dict(r)) for r in got]
+
+
+# --- Lazy's index of a trace (tracescan_index) ------------------------------
+
+CORPUS = sorted((Path(__file__).parent.parent / "fuzz" / "corpus" / "trace")
+                .glob("*.jsonl"))
+
+
+def line_mutations(rng, data):
+    """DATA with its lines shuffled between processes, blank lines, white
+    space, a huge seq, a garbled or cut line, an init or crash line, a
+    call's count changed, a fault: up to three of these."""
+    lines = data.split(b"\n")
+    for _ in range(rng.randint(0, 3)):
+        i = rng.randrange(len(lines))
+        how = rng.randrange(9)
+        if how == 0 and len(lines) > 2:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif how == 1:
+            lines.insert(i, b"")
+        elif how == 2:
+            lines[i] = lines[i].replace(rng.choice([b'","', b'"off":']),
+                                        rng.choice([b'", "', b'"off": ']), 1)
+        elif how == 3:
+            lines[i] = re.sub(rb'"seq":\d+', b'"seq":%d' % rng.choice(
+                [2 ** 64 - 1, 2 ** 64, 10 ** 30]), lines[i], count=1)
+        elif how == 4 and lines[i]:
+            lines[i] = mutate(rng, lines[i])
+        elif how == 5:
+            lines.insert(i, b'{"ev":"crash","seq":%d,"pid":9,"call":"write",'
+                         b'"n":1}' % rng.randrange(40))
+        elif how == 6:
+            lines.insert(i, b'{"ev":"init","seq":0,"pid":9,"ppid":1,'
+                         b'"exe":"/x","plan":"write#1=EIO","watch":null}')
+        elif how == 7:
+            # a write#30, maybe before write#3, for around("write#3")
+            writes = [k for k, line in enumerate(lines)
+                      if b'"call":"write","n":' in line]
+            if writes:
+                k = rng.choice(writes)
+                lines[k] = re.sub(rb'"n":\d+', b'"n":30', lines[k], count=1)
+        else:
+            lines[i] = lines[i].replace(b'"errno":0', b'"errno":5,'
+                                        b'"fault":{"rule":0,"action":"EIO"}', 1)
+    return b"\n".join(lines)
+
+
+def answers(data):
+    """What Lazy says of DATA: its index, and every question the sweep
+    asks of it, each checked against the whole parse where it reads the
+    trace."""
+    def read(f):
+        try:
+            return f()
+        except trace_mod.TraceError as e:
+            return str(e)
+
+    def asked(f, want):
+        got = read(f)
+        # a trace the whole parse refuses may still answer what is
+        # asked of lines it can read
+        if not isinstance(records, str):
+            assert got == want(), f
+        return got
+
+    lazy = trace_mod.Lazy(data, "t.jsonl")
+    if lazy.lines is None:
+        return None
+    try:
+        records = trace_mod.parse(data, "t.jsonl")
+    except trace_mod.TraceError as e:
+        records = str(e)
+
+    def whole(f):
+        return lambda: f(records)
+
+    def fresh():
+        return trace_mod.Lazy(data, "t.jsonl")
+
+    seqs = lazy.seqs
+    after = seqs[len(seqs) // 3]
+    reordered = lazy.lines != [line for line in data.split(b"\n") if line]
+
+    def full(recs):
+        # the records for_exit() stands for, its Moots read
+        return [x for r in recs for x in (
+            r.full() if isinstance(r, explorer.Moot) else [r])]
+    return [lazy.lines, seqs, lazy.evs, lazy.codes, reordered,
+            asked(fresh().faulted, whole(trace_mod.faulted)),
+            asked(lambda: fresh().around("write#3", 3), whole(
+                lambda r: trace_mod.window(trace_mod.steps(r), "write#3", 3))),
+            # calls_after may give lines the caller passes over
+            asked(lambda: [r for r in fresh().calls_after(after, (b'"off":0',))
+                           if r.get("off") == 0], whole(
+                lambda rs: [r for r in trace_mod.calls(rs)
+                            if r["seq"] > after and r.get("off") == 0])),
+            asked(lambda: list(fresh().calls_after(seqs[0])), whole(
+                lambda rs: [r for r in trace_mod.calls(rs)
+                            if r["seq"] > seqs[0]])),
+            read(lambda: [(type(r), dict(r), getattr(r, "lines", None))
+                          for r in fresh().for_exit()]),
+            asked(lambda: full(fresh().for_exit()), whole(lambda r: r))]
+
+
+def test_lazy_answers_alike_with_the_library_and_without(lib, monkeypatch):
+    """The recorded traces of the fuzzer's corpus, and 1500 variants of
+    them (lines of other processes, blank lines, white space, huge seqs,
+    garbled lines, crash, init and fault lines): Lazy's index (lines in
+    seq order, seqs, evs, codes) and its answers to the sweep are the
+    same with tracescan.so and with Python alone."""
+    # these traces are short: read in parts all the same
+    monkeypatch.setattr(trace_mod.Lazy, "SMALL", 0)
+    rng = random.Random(8)
+    inputs = [p.read_bytes() for p in CORPUS]
+    inputs += [line_mutations(rng, rng.choice(inputs[:len(CORPUS)]))
+               for _ in range(1500)]
+    with_lib = [answers(d) for d in inputs]
+    monkeypatch.setattr(trace_mod, "_native", None)
+    without = [answers(d) for d in inputs]
+    assert [i for i, (a, b) in enumerate(zip(with_lib, without)) if a != b] == []
+    # the variants reached each way: read, refused, out of seq order,
+    # with faults, errors from the parse
+    assert len(CORPUS) > 10
+    read = [a for a in with_lib if a is not None]
+    assert 0.3 < len(read) / len(inputs) < 0.98
+    stats = (sum(a[4] for a in read),
+             sum(any(c & 4 for c in a[3]) for a in read),
+             sum(isinstance(a[9], str) for a in read),
+             sum(any(t is explorer.Moot for t, _, _ in a[9])
+                 for a in read if not isinstance(a[9], str)))
+    assert min(stats) > 50, stats
