@@ -926,8 +926,9 @@ class Judge:
         cannot stand for a whole one (Judge.lite_from): a finding (its
         directory shows the whole trace), a run that claims success (its
         retries and after-exit states are read from the whole trace), or
-        a fault that fired before the trace started. A lite run that
-        timed out stands: it would only time out again."""
+        a fault that fired before the trace started or too soon after to
+        show the EXCERPT_LINES calls a whole trace could show before it.
+        A lite run that timed out stands: it would only time out again."""
         run = out.run
         # The faulted calls and the crashes say whether the fault fired,
         # where, and whether we killed the program; the rest of a trace is
@@ -935,8 +936,8 @@ class Judge:
         # after-exit crash states).
         faulted = out.faulted()
         lite = out.trace_from is not None and not run.timed_out
-        if lite and (run.status == 0 or
-                     any(r["seq"] < out.trace_from for r in faulted)):
+        if lite and (run.status == 0 or any(
+                r["seq"] < out.trace_from + EXCERPT_LINES for r in faulted)):
             # it runs again whole whatever its verdict: not judged (a
             # checker contract would run its checker for nothing)
             return None

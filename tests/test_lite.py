@@ -73,11 +73,11 @@ int main(int argc, char **argv)
 """
 
 
-# Calls fdatasync on /dev/null 150 times, then execs the rest of its
+# Calls fdatasync on /dev/null COUNT times, then execs the rest of its
 # command line: a program whose calls are not where its baseline made them
 # (though they have the same names and numbers) in every lite run, and in
 # no whole one, for it makes those calls only when the recorder takes
-# snapshots. usage: jitter PROGRAM ARG...
+# snapshots. usage: jitter COUNT PROGRAM ARG...
 JITTER = r"""
 #include <fcntl.h>
 #include <stdlib.h>
@@ -86,12 +86,12 @@ int main(int argc, char **argv)
 {
 	int fd = open("/dev/null", O_RDONLY);
 
-	if (argc < 2 || fd < 0)
+	if (argc < 3 || fd < 0)
 		return 2;
-	for (int i = 0; getenv("CRASHCHECK_SNAPDIR") && i < 150; i++)
+	for (int i = 0; getenv("CRASHCHECK_SNAPDIR") && i < atoi(argv[1]); i++)
 		fdatasync(fd);
 	close(fd);
-	execv(argv[1], argv + 1);
+	execv(argv[2], argv + 2);
 	return 127;
 }
 """
@@ -257,9 +257,9 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None):
 def three(built, tmp_path_factory):
     """A correct writer, a retrier that claims success after an I/O
     error, one that ignores every error (findings, exit 0), one that
-    tears its target (findings, exit 1), and a correct writer whose calls
-    are not where its baseline made them, judged with and without lite
-    runs."""
+    tears its target (findings, exit 1), and two correct writers whose
+    calls are not where their baselines made them (150 and 60 calls
+    early), judged with and without lite runs."""
     tmp = tmp_path_factory.mktemp("three")
     # the careless one exits 0 whatever happened, as the corpus's buggy
     # variants ignore an error: a finding at every fault that fired
@@ -271,13 +271,15 @@ def three(built, tmp_path_factory):
              spec_file(tmp, "careless", [careless, "100"], [9000]),
              spec_file(tmp, "inplace", [built["pieces"], "inplace", "100"],
                        [9000]),
-             spec_file(tmp, "jitter", [built["jitter"], built["bench-writer"],
-                                       "60"], [9000])]
+             spec_file(tmp, "jitter", [built["jitter"], "150",
+                                       built["bench-writer"], "60"], [9000]),
+             spec_file(tmp, "nudge", [built["jitter"], "60",
+                                      built["bench-writer"], "60"], [9000])]
     return judged(tmp, specs, True), judged(tmp, specs, False)
 
 
 def test_lite_runs_judge_every_case_as_whole_ones(three):
-    """Every case of the five programs gets the same verdict, finding,
+    """Every case of the six programs gets the same verdict, finding,
     states, excerpt, fired rules and exit with lite runs as without."""
     (lite, _), (whole, _) = three
     assert lite.keys() == whole.keys()
@@ -342,6 +344,19 @@ def test_a_fault_before_the_start_runs_again_whole(three):
               if i.startswith("jitter-") and runs and runs[0] is not None]
     assert sorted(k for k, runs in jitter) == sorted(sweep.LITE_KINDS * 2)
     assert all(runs[1:] == [None] for k, runs in jitter)
+
+
+def test_a_fault_too_near_the_start_runs_again_whole(three):
+    """Where a run made 60 calls fewer before its fault than its
+    baseline, the fault fires inside the trace but fewer than
+    EXCERPT_LINES calls into it: the excerpt around it would show less
+    than a whole run's, so the case runs again whole."""
+    (lite, _), _ = three
+    nudge = [(res["kind"], runs) for i, (res, runs) in lite.items()
+             if i.startswith("nudge-") and runs and runs[0] is not None]
+    assert sweep.EXCERPT_LINES < 60 < sweep.LITE_MARGIN
+    assert sorted(k for k, runs in nudge) == sorted(sweep.LITE_KINDS * 2)
+    assert all(runs[1:] == [None] for k, runs in nudge)
 
 
 def test_a_lite_run_that_timed_out_stands(built, tmp_path):
