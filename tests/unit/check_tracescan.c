@@ -50,11 +50,55 @@ START_TEST(test_a_write_then_its_fsync)
 	const char text[] = WRITE_77 "\n" WRITE_77 "\n" SYNC_77;
 
 	ck_assert_int_eq(scan(text, strlen(text), 3), 2);
-	ck_assert_uint_eq(kind[0], 3);		/* pwrite64 */
+	/* pwrite64, the first of its run */
+	ck_assert_uint_eq(kind[0], 3 | TRACESCAN_RUN);
 	ck_assert_uint_eq(kind[1], 3);
 	ck_assert_uint_eq(kind[2], 0);
 	ck_assert_uint_eq(ino[0], 77);
 	ck_assert_uint_eq(ino[1], 77);
+}
+END_TEST
+
+/* the line heads trace.Lazy reads: ev, seq, and whether a fault fired */
+START_TEST(test_index)
+{
+	const char text[] = "\n{\"ev\":\"init\",\"seq\":0,\"pid\":4}\n\n"
+			    "{\"ev\":\"call\",\"seq\":18446744073709551615,"
+			    "\"fault\":{}}\n{\"ev\":\"crash\",\"seq\":07,\"pid\":4}\n";
+	unsigned long long seq[3];
+	unsigned char ev[3];
+	char *buf = malloc(sizeof(text) - 1);
+
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, text, sizeof(text) - 1);
+	ck_assert_int_eq(tracescan_index(buf, sizeof(text) - 1, 3, seq, ev), 0);
+	ck_assert_uint_eq(ev[0], 1);
+	ck_assert_uint_eq(ev[1], 2 | TRACESCAN_FAULT);
+	ck_assert_uint_eq(ev[2], 3);
+	ck_assert_uint_eq(seq[1], 18446744073709551615ULL);
+	ck_assert_uint_eq(seq[2], 7);
+	/* not three lines; and every cut of the text: none reads past it */
+	ck_assert_int_eq(tracescan_index(buf, sizeof(text) - 1, 2, seq, ev), -1);
+	ck_assert_int_eq(tracescan_index(buf, sizeof(text) - 1, 4, seq, ev), -1);
+	free(buf);
+	for (size_t cut = 0; cut < sizeof(text) - 1; cut++) {
+		buf = malloc(cut ? cut : 1);
+		ck_assert_ptr_nonnull(buf);
+		memcpy(buf, text, cut);
+		tracescan_index(buf, cut, 3, seq, ev);
+		free(buf);
+	}
+}
+END_TEST
+
+/* a seq of 2^64 is past what it gives */
+START_TEST(test_index_seq_past_64_bits)
+{
+	const char text[] = "{\"ev\":\"call\",\"seq\":18446744073709551616,}";
+	unsigned long long seq[1];
+	unsigned char ev[1];
+
+	ck_assert_int_eq(tracescan_index(text, strlen(text), 1, seq, ev), -1);
 }
 END_TEST
 
@@ -159,6 +203,8 @@ static Suite *tracescan_suite(void)
 
 	tcase_add_test(tc, test_abi);
 	tcase_add_test(tc, test_a_write_then_its_fsync);
+	tcase_add_test(tc, test_index);
+	tcase_add_test(tc, test_index_seq_past_64_bits);
 	tcase_add_test(tc, test_nothing);
 	tcase_add_test(tc, test_a_line_between_that_names_the_inode);
 	tcase_add_test(tc, test_every_cut);
