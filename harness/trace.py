@@ -103,7 +103,7 @@ class Lazy:
     def __init__(self, data, name="<trace>"):
         self.data, self.name = data, name
         self._records = self._faulted = self._moot = None
-        self.lines = self.evs = self.seqs = self.codes = None
+        self.lines = self.seqs = self.codes = None
         lines = [line for line in data.split(b"\n") if line]
         lib = native()
         got = _native_index(lib, data, len(lines)) if lib else None
@@ -126,7 +126,6 @@ class Lazy:
         # of each line: 1 init, 2 call, 3 crash, plus _FAULT when it
         # holds '"fault":' (tracescan.h, tracescan_index)
         self.codes = codes
-        self.evs = [_EV_NAME[c & 3] for c in codes]
         self.seqs = seqs
 
     @classmethod
@@ -384,19 +383,18 @@ class Lazy:
         return window(steps(self.records), call, count)
 
 
-_SEQ, _EV = operator.itemgetter(2), operator.itemgetter(1)
+_SEQ = operator.itemgetter(2)
 # Lazy.codes: a line's ev, and whether it holds '"fault":'
 _EV_CODE = {b"init": 1, b"call": 2, b"crash": 3}
-_EV_NAME = (None, b"init", b"call", b"crash")
 _FAULT = 4
 # tracescan_moot's mark of the first write of a run to one file, and a
 # run: its first, then the rest (kinds 1 to 6)
 _RUN = 0x80
 _RUNS = re.compile(rb"[\x81-\x86][\x01-\x06]*")
 
-# harness/tracescan.c: the moot scan in C (its header says why). Loaded
-# once, on first use; None where it was not built or is of another build
-# (its ABI number), and the scan is then Python's.
+# harness/tracescan.c: Lazy's index and moot scan in C (its header says
+# why). Loaded once, on first use; None where it was not built or is of
+# another build (its ABI number), and Lazy reads in Python alone.
 _TRACESCAN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "tracescan.so")
 _TRACESCAN_ABI = 2

@@ -309,7 +309,7 @@ def answers(data):
         # the records for_exit() stands for, its Moots read
         return [x for r in recs for x in (
             r.full() if isinstance(r, explorer.Moot) else [r])]
-    return [lazy.lines, seqs, lazy.evs, lazy.codes, reordered,
+    return [lazy.lines, seqs, lazy.codes, reordered,
             asked(fresh().faulted, whole(trace_mod.faulted)),
             asked(lambda: fresh().around("write#3", 3), whole(
                 lambda r: trace_mod.window(trace_mod.steps(r), "write#3", 3))),
@@ -330,7 +330,7 @@ def test_lazy_answers_alike_with_the_library_and_without(lib, monkeypatch):
     """The recorded traces of the fuzzer's corpus, and 1500 variants of
     them (lines of other processes, blank lines, white space, huge seqs,
     garbled lines, crash, init and fault lines): Lazy's index (lines in
-    seq order, seqs, evs, codes) and its answers to the sweep are the
+    seq order, seqs, codes) and its answers to the sweep are the
     same with tracescan.so and with Python alone."""
     # these traces are short: read in parts all the same
     monkeypatch.setattr(trace_mod.Lazy, "SMALL", 0)
@@ -347,9 +347,9 @@ def test_lazy_answers_alike_with_the_library_and_without(lib, monkeypatch):
     assert len(CORPUS) > 10
     read = [a for a in with_lib if a is not None]
     assert 0.3 < len(read) / len(inputs) < 0.98
-    stats = (sum(a[4] for a in read),
-             sum(any(c & 4 for c in a[3]) for a in read),
-             sum(isinstance(a[9], str) for a in read),
-             sum(any(t is explorer.Moot for t, _, _ in a[9])
-                 for a in read if not isinstance(a[9], str)))
+    stats = (sum(a[3] for a in read),
+             sum(any(c & 4 for c in a[2]) for a in read),
+             sum(isinstance(a[8], str) for a in read),
+             sum(any(t is explorer.Moot for t, _, _ in a[8])
+                 for a in read if not isinstance(a[8], str)))
     assert min(stats) > 50, stats
