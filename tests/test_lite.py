@@ -294,7 +294,7 @@ def test_lite_runs_judge_every_case_as_whole_ones(three):
 def test_lite_runs_stand_where_the_program_stops(three):
     """A lite run stands where the program stops at its fault, with an
     error or killed, and nothing is found: most of the correct writer's
-    EIO, ENOSPC and crash cases (those far enough in)."""
+    EIO, ENOSPC and crash cases."""
     (lite, _), _ = three
     stood = [i for i, (res, runs) in lite.items() if runs and runs[-1] is not None]
     assert sum(i.startswith("writer-") for i in stood) > 300
@@ -303,6 +303,31 @@ def test_lite_runs_stand_where_the_program_stops(three):
         assert res["kind"] in sweep.LITE_KINDS and len(runs) == 1
         assert res["verdict"] == "ok" and res["exit"]["status"] != 0 \
             and res["states"] == 0
+
+
+def test_near_its_start_a_run_is_lite_from_0_unless_its_fault_persists(three):
+    """Within the first LITE_MARGIN calls a lite run traces every call
+    (from 0) with no snapshots: the correct writer's crash cases there,
+    and its EIO cases that fire once, stand so. A fault that keeps firing
+    there (every ENOSPC case) runs whole, for a program may retry it
+    until its timeout; farther in, both start LITE_MARGIN calls before
+    the fault."""
+    (lite, _), _ = three
+    writer = {i: (res, runs) for i, (res, runs) in lite.items()
+              if i.startswith("writer-") and res["kind"] in sweep.LITE_KINDS}
+    start = [i for i, (res, runs) in writer.items() if runs[0] == 0]
+    assert len(start) > 20
+    assert {writer[i][0]["kind"] for i in start} == {"crash", "eio"}
+    assert not any("+=" in writer[i][0]["plan"] for i in start)
+    assert all(len(writer[i][1]) == 1 for i in start)
+    # the same calls' faults that persist: whole
+    near = {writer[i][0]["call"] for i in start}
+    kept = [runs for i, (res, runs) in writer.items()
+            if "+=" in res["plan"] and res["call"] in near]
+    assert len(kept) > 10 and all(runs == [None] for runs in kept)
+    later = [runs for i, (res, runs) in writer.items()
+             if "+=" in res["plan"] and runs[0]]
+    assert len(later) > 50
 
 
 def test_a_lite_run_that_claims_success_runs_again_whole(three):
@@ -337,13 +362,10 @@ def test_a_fault_before_the_start_runs_again_whole(three):
     """Where a run made fewer calls before its fault than its baseline,
     the fault fires before the trace starts: the case runs again whole
     (and test_lite_runs_judge_every_case_as_whole_ones finds its result
-    a whole run's). After two such runs of a kind, its cases are whole
-    from the start."""
+    a whole run's). After two such runs of a kind of case, its cases are
+    whole from the start."""
     (lite, _), _ = three
-    jitter = [(res["kind"], runs) for i, (res, runs) in lite.items()
-              if i.startswith("jitter-") and runs and runs[0] is not None]
-    assert sorted(k for k, runs in jitter) == sorted(sweep.LITE_KINDS * 2)
-    assert all(runs[1:] == [None] for k, runs in jitter)
+    assert_two_misses_per_kind(lite, "jitter-")
 
 
 def test_a_fault_too_near_the_start_runs_again_whole(three):
@@ -352,11 +374,21 @@ def test_a_fault_too_near_the_start_runs_again_whole(three):
     EXCERPT_LINES calls into it: the excerpt around it would show less
     than a whole run's, so the case runs again whole."""
     (lite, _), _ = three
-    nudge = [(res["kind"], runs) for i, (res, runs) in lite.items()
-             if i.startswith("nudge-") and runs and runs[0] is not None]
     assert sweep.EXCERPT_LINES < 60 < sweep.LITE_MARGIN
-    assert sorted(k for k, runs in nudge) == sorted(sweep.LITE_KINDS * 2)
-    assert all(runs[1:] == [None] for k, runs in nudge)
+    assert_two_misses_per_kind(lite, "nudge-")
+
+
+def assert_two_misses_per_kind(lite, prefix):
+    """Every lite run of PREFIX's program ran again whole, and there were
+    two of each kind of case (its kind, and whether its fault fires once
+    or from its call on), the rest whole from the start."""
+    def key(res):
+        return res["kind"], "+=" in res["plan"]
+    mine = [(key(res), runs) for i, (res, runs) in lite.items()
+            if i.startswith(prefix) and res["kind"] in sweep.LITE_KINDS]
+    tried = [k for k, runs in mine if runs[0] is not None]
+    assert sorted(tried) == sorted([k for k in {k for k, runs in mine}] * 2)
+    assert all(runs[1:] == [None] for k, runs in mine if runs[0] is not None)
 
 
 def test_a_lite_run_that_timed_out_stands(built, tmp_path):
