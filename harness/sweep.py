@@ -820,7 +820,8 @@ class Judge:
         far before the fault, which the program makes as its baseline
         did, are recorded for nothing, and recording them cost most of a
         long run, and the snapshots, which only the crash states of a
-        run that exits 0 are built from, cost a short run nearly as much.
+        run that exits 0 are built from, an eighth to a fifth of a short
+        run's case.
         Such a run records from LITE_MARGIN calls before where the
         baseline made the faulted call (from its start, 0, where that
         comes sooner), and takes no snapshots; the library still gives
@@ -828,8 +829,8 @@ class Judge:
         on (faults/preload.c, CRASHCHECK_TRACE_FROM). judge_run accepts
         it only when that is all it needs; else the case runs again,
         recorded whole. Kinds in LITE_KINDS are those whose programs
-        mostly stop; where a spec's (and strategy's) lite runs of a kind
-        keep being run again, its cases of that kind are whole from then
+        mostly stop; where the lite runs of one group of cases
+        (_lite_key) keep being run again, its cases are whole from then
         on."""
         if (not self.settings.lite or self.hold or self.settings.keep
                 or case.kind not in LITE_KINDS or case.at is None):
@@ -949,8 +950,8 @@ class Judge:
         # after-exit crash states).
         faulted = out.faulted()
         lite = out.trace_from is not None and not run.timed_out
-        # and a lite run stands only where the program made its calls as
-        # its baseline did, the faulted one at the baseline's seq for it
+        # A lite run stands only where the program made its calls as its
+        # baseline did, the faulted one at the baseline's seq for it
         # (Case.at): then its trace holds the LITE_MARGIN calls before
         # that one (or every call, from 0), as a whole run's excerpt may
         if lite and (run.status == 0 or not faulted
