@@ -835,7 +835,7 @@ class Judge:
         if (not self.settings.lite or self.hold or self.settings.keep
                 or case.kind not in LITE_KINDS or case.at is None):
             return None
-        if case.at <= LITE_MARGIN and "+=" in (case.plan or ""):
+        if case.at <= LITE_MARGIN and _persists(case):
             # A fault that keeps firing can keep a program retrying until
             # its timeout, its trace growing all the while: without the
             # recorder's snapshots each retry is cheaper, and the trace
@@ -1073,7 +1073,12 @@ def _lite_key(case, combo):
     retries gets past a fault that fires once and claims success, and
     stops at one that keeps firing, so the two kinds of case of one
     program stand apart."""
-    return combo.spec.name, combo.strategy, case.kind, "+=" in (case.plan or "")
+    return combo.spec.name, combo.strategy, case.kind, _persists(case)
+
+
+def _persists(case):
+    """CASE's fault fires from its call on ("write#3+=EIO"), not once."""
+    return "+=" in (case.plan or "")
 
 
 def excerpt_around(out, call):

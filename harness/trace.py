@@ -411,8 +411,13 @@ def native():
     return _native
 
 
+_ctypes = None     # imported with the library: start-up does without it
+
+
 def _load_native(path):
+    global _ctypes
     import ctypes
+    _ctypes = ctypes
     try:
         lib = ctypes.CDLL(path)
     except OSError:
@@ -436,9 +441,9 @@ def _out(n):
 
 
 def _address(buf):
-    import ctypes
-    return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf)) \
-        if buf else None
+    if not buf:
+        return None
+    return _ctypes.addressof((_ctypes.c_char * len(buf)).from_buffer(buf))
 
 
 def _native_index(lib, data, n):
