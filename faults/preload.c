@@ -177,11 +177,16 @@ static void cc_init(void)
 {
 	static char err[256];
 	const char *v;
+	int e;
 
 	tls_busy++;
 	/* a fork server (CRASHCHECK_SERVE) comes back here once per run, in
 	 * the run's process, with the run's settings in the environment */
 	cc_serve();
+	/* the program's errno, which reading the settings must not change:
+	 * a program may print it unset (after a short write), and two runs
+	 * of one case with other settings would then differ */
+	e = errno;
 	v = getenv("CRASHCHECK_PLAN");
 	if (v && plan_parse(v, &cc.plan, err, sizeof(err)) < 0)
 		cc_die("bad CRASHCHECK_PLAN: %s", err);
@@ -273,6 +278,7 @@ static void cc_init(void)
 		cc_die("pthread_atfork failed");
 	cc_trace_init();
 	__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
+	errno = e;
 	tls_busy--;
 }
 
