@@ -48,6 +48,8 @@ struct cc_state {
 	const char *trace;	/* CRASHCHECK_TRACE, NULL = no trace */
 	uint64_t trace_from;	/* CRASHCHECK_TRACE_FROM: calls before this seq are
 				 * not recorded (a lite call, cc_rec.lite); 0 = all */
+	bool thin_on;		/* CRASHCHECK_TRACE_FULL set: outside its seqs, */
+	uint64_t full_lo, full_hi;	/* writes may be thin (cc_rec.thin) */
 	const char *watch;	/* CRASHCHECK_WATCH, NULL = none */
 	size_t watch_len;
 	const char *snapdir;	/* CRASHCHECK_SNAPDIR, NULL = recorder off */
@@ -106,6 +108,8 @@ struct cc_rec {
 	bool off_exact;		/* off is where the bytes went (pwrite on O_APPEND: not) */
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
+	bool outside;		/* its seq is outside CRASHCHECK_TRACE_FULL's */
+	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
 };
 
 /* raw system calls: the library's own I/O is never intercepted or counted */

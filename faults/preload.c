@@ -173,6 +173,42 @@ static void check_libfiu_below(void)
 		       di.dli_fname);
 }
 
+/*
+ * CRASHCHECK_TRACE_FULL=LO-HI: the seqs whose lines are recorded in full.
+ * A write outside them may be recorded thin (thin_write). Only for a
+ * recorded run (snapshots), not with CRASHCHECK_TRACE_FROM.
+ */
+static bool parse_seq(const char *s, const char **end, uint64_t *out)
+{
+	char *e;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &e, 10);
+	*end = e;
+	return !errno;
+}
+
+static void parse_trace_full(void)
+{
+	const char *v = getenv("CRASHCHECK_TRACE_FULL"), *p;
+
+	cc.thin_on = false;
+	if (!v || !*v)
+		return;
+	if (!parse_seq(v, &p, &cc.full_lo) || *p != '-' ||
+	    !parse_seq(p + 1, &p, &cc.full_hi) || *p || cc.full_lo > cc.full_hi)
+		cc_die("CRASHCHECK_TRACE_FULL '%s' is not a range of sequence "
+		       "numbers (LO-HI)", v);
+	if (!cc.recorder)
+		cc_die("CRASHCHECK_TRACE_FULL is set but the recorder is off "
+		       "(CRASHCHECK_TRACE, CRASHCHECK_WATCH, CRASHCHECK_SNAPDIR)");
+	if (cc.trace_from)
+		cc_die("CRASHCHECK_TRACE_FULL is set with CRASHCHECK_TRACE_FROM");
+	cc.thin_on = true;
+}
+
 static void cc_init(void)
 {
 	static char err[256];
@@ -243,6 +279,7 @@ static void cc_init(void)
 	if (v && *v && strcmp(v, "full") && strcmp(v, "range"))
 		cc_die("CRASHCHECK_SNAP '%s' is not 'full' or 'range'", v);
 	cc.snap_full = v && !strcmp(v, "full");
+	parse_trace_full();
 
 	v = getenv("CRASHCHECK_SHARED");
 	if (v)
@@ -359,6 +396,16 @@ static void rec_init(struct cc_rec *r, int call)
 	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
 	r->lite = cc.trace_from &&
 		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
+	/* likewise at least this seq: one above HI surely is; one below LO
+	 * may not be where other processes make calls (a line says thin) */
+	r->thin = false;
+	if (cc.thin_on) {
+		uint64_t s = __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED);
+
+		r->outside = s < cc.full_lo || s > cc.full_hi;
+	} else {
+		r->outside = false;
+	}
 }
 
 /* the call is recorded: a trace, and the call not before its start */
@@ -492,6 +539,28 @@ static void snap_write(struct cc_rec *r, int fd, const void *buf,
 		}
 	}
 	snap_fd(r, fd);
+}
+
+/*
+ * Whether the write R describes (after pre(): its rule decided) is recorded
+ * thin under CRASHCHECK_TRACE_FULL: outside the full seqs, chosen by no
+ * rule, to a regular file under WATCH whose descriptor has none of O_SYNC,
+ * O_DSYNC and O_DIRECT (such a write is durable or on the device when it
+ * returns, so what it wrote matters to any crash after it). Its line keeps
+ * the file (fstat), the flags (F_GETFL) and what the call returned, and
+ * says "thin": no offset and no snapshot, the three system calls of a
+ * write's range snapshot (lseek, fstat after, the read-back) left out. The
+ * sweep runs a case that way where it expects the program to go on to an
+ * fsync that snapshots the file whole, which makes those writes moot; a
+ * thin line it would need to read sends the case to a full run.
+ */
+static bool thin_write(struct cc_rec *r)
+{
+	r->thin = r->outside && r->rule < 0 && tracing(r) && !cc.snap_full &&
+		  r->has_st && r->is_reg && r->fdflags >= 0 &&
+		  !(r->fdflags & (O_SYNC | O_DSYNC | O_DIRECT)) &&
+		  cc_under_watch(r->path);
+	return r->thin;
 }
 
 /*
@@ -744,8 +813,8 @@ ssize_t write(int fd, const void *buf, size_t count)
 	e = errno;
 	rec_init(&r, CALL_write);
 	use_fd(&r, fd, true);
-	pos = cur_pos(&r, fd);
 	pre(&r);
+	pos = thin_write(&r) ? -1 : cur_pos(&r, fd);
 	pass = shorten(&r, fd, count);
 	arm(&r);
 	errno = e;
@@ -755,8 +824,10 @@ ssize_t write(int fd, const void *buf, size_t count)
 	r.ret = ret;
 	r.has_len = true;
 	r.len = count;
-	exact = write_off(&r, fd, pos, ret);
-	snap_write(&r, fd, buf, NULL, 0, exact);
+	if (!r.thin) {
+		exact = write_off(&r, fd, pos, ret);
+		snap_write(&r, fd, buf, NULL, 0, exact);
+	}
 	finish(&r, ret < 0 ? e : 0, e);
 	return ret;
 }
@@ -772,6 +843,7 @@ static ssize_t do_pwrite(int call, ssize_t (*real)(int, const void *, size_t, of
 	rec_init(&r, call);
 	use_fd(&r, fd, true);
 	pre(&r);
+	thin_write(&r);
 	pass = shorten(&r, fd, count);
 	arm(&r);
 	errno = e;
@@ -779,10 +851,13 @@ static ssize_t do_pwrite(int call, ssize_t (*real)(int, const void *, size_t, of
 	e = errno;
 	disarm(&r);
 	r.ret = ret;
-	r.has_off = r.has_len = true;
-	r.off = off;
+	r.has_len = true;
 	r.len = count;
-	snap_write(&r, fd, buf, NULL, 0, pos_exact(&r));
+	if (!r.thin) {
+		r.has_off = true;
+		r.off = off;
+		snap_write(&r, fd, buf, NULL, 0, pos_exact(&r));
+	}
 	finish(&r, ret < 0 ? e : 0, e);
 	return ret;
 }
@@ -847,8 +922,9 @@ static ssize_t do_writev(int call, int fd, const struct iovec *iov, int cnt,
 
 	rec_init(&r, call);
 	use_fd(&r, fd, true);
-	pos = has_off ? off : cur_pos(&r, fd);
 	pre(&r);
+	thin_write(&r);
+	pos = has_off ? off : r.thin ? -1 : cur_pos(&r, fd);
 	pass = shorten(&r, fd, total);
 	if (pass < total) {
 		t = trim_iov(iov, cnt, pass, &tcnt);
@@ -866,7 +942,9 @@ static ssize_t do_writev(int call, int fd, const struct iovec *iov, int cnt,
 	r.ret = ret;
 	r.has_len = true;
 	r.len = total;
-	if (has_off) {
+	if (r.thin) {
+		exact = false;
+	} else if (has_off) {
 		r.has_off = true;
 		r.off = off;
 		exact = pos_exact(&r);
@@ -874,7 +952,8 @@ static ssize_t do_writev(int call, int fd, const struct iovec *iov, int cnt,
 		exact = write_off(&r, fd, pos, ret);
 	}
 	/* the vector as passed down: a short write's is the trimmed one */
-	snap_write(&r, fd, NULL, t ? t : iov, tcnt, exact);
+	if (!r.thin)
+		snap_write(&r, fd, NULL, t ? t : iov, tcnt, exact);
 	finish(&r, ret < 0 ? e : 0, e);
 	free(t);
 	return ret;

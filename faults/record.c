@@ -1466,6 +1466,8 @@ void cc_trace_call(struct cc_rec *r)
 	sb_i64(&sb, r->ret);
 	sb_lit(&sb, ",\"errno\":");
 	sb_i64(&sb, r->err);
+	if (r->thin)
+		sb_lit(&sb, ",\"thin\":true");
 	if (r->rule >= 0 && r->fired) {
 		char act[32];
 

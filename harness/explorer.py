@@ -131,6 +131,11 @@ class ExplorerError(_Base):
     """A trace or snapshot the explorer cannot use; str() is one line."""
 
 
+class ThinRecord(ExplorerError):
+    """A thin write (faults/preload.c, CRASHCHECK_TRACE_FULL) the replay
+    would need: its line says neither where it wrote nor what."""
+
+
 @dataclass(frozen=True)
 class Change:
     """One thing that did or did not reach the disk in a crash state."""
@@ -245,7 +250,8 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
 def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
                  target_name: str = "target", cap: int = DEFAULT_CAP,
                  seed: int = 0, *, content: Callable[[str], bytes] | None = None,
-                 exit_ok: bool = False, blob_cache: dict | None = None) -> dict:
+                 exit_ok: bool = False, blob_cache: dict | None = None,
+                 moot_full: bool = True) -> dict:
     """The after-exit crash point of a parsed trace under each of MODELS:
     {model: CrashPoint}, each what explore() would give as the last of
     its list. The sweep judges a fault case there alone, under each model
@@ -254,7 +260,8 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
     once for all the models: a record is read once (a plain write's
     range, _plain_args) and laid on each model's world. RECORDS may hold
     Moot writes (trace.Lazy.for_exit), passed over where every world
-    allows it."""
+    allows it; with moot_full False, a world that needs a Moot's writes
+    raises ThinRecord (a thin run's: sweep.Judge.thin_window)."""
     for model in models:
         _check_model(model)
     blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
@@ -278,6 +285,10 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
                 # the worlds do not change, so no builder notes them
                 index += len(rec.lines)
                 continue
+            elif not moot_full:
+                raise ThinRecord(f"trace record seq={rec['seq']}: the writes "
+                                 f"of a moot run are needed, and this trace "
+                                 f"may hold them thin")
             else:
                 todo = rec.full()
             for one in todo:
@@ -1019,6 +1030,10 @@ class _World:
                 plain = _plain_args(rec)
             if plain and self._apply_plain(plain):
                 return
+            if rec.get("thin"):
+                raise ThinRecord(f"trace record seq={rec['seq']}: a thin "
+                                 f"{name}, which says neither where it "
+                                 f"wrote nor what")
         ret = rec.get("ret")
         ok = ret is None or (isinstance(ret, int) and ret >= 0)
         flags = set(rec.get("flags") or ())

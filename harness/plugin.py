@@ -58,7 +58,8 @@ def pytest_addoption(parser):
     g.addoption("--cc-exec-each", action="store_true",
                 help="exec the program for every case, no fork server")
     g.addoption("--cc-whole-traces", action="store_true",
-                help="record every call of every case (no lite runs)")
+                help="record every call of every case in full (no lite "
+                     "or thin runs)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",

@@ -63,8 +63,8 @@ def add_sweep_options(p):
                         "it from one exec per command line (slower; the "
                         "same verdicts)")
     p.add_argument("--whole-traces", action="store_true",
-                   help="record every call of every case, also of those "
-                        "that stop at their fault (slower; the same "
+                   help="record every call of every case in full, with "
+                        "no lite or thin first run (slower; the same "
                         "verdicts)")
 
 

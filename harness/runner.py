@@ -38,7 +38,7 @@ EXIT_SKIP = 77
 # into a run: a stale plan or trace path would make the run lie.
 RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
-            "CRASHCHECK_TRACE_FROM")
+            "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL")
 OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE",)
 
 
@@ -102,12 +102,15 @@ class Run:
 
 
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
-              base=None, program=None, cwd=None, trace_from=None):
+              base=None, program=None, cwd=None, trace_from=None,
+              trace_full=None):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
     an ASan-linked program's runtime before ours: harness/sanitizers.py)
     and this run's settings. program is argv[0], run in cwd. trace_from:
-    the seq the trace starts at (CRASHCHECK_TRACE_FROM; no snapdir)."""
+    the seq the trace starts at (CRASHCHECK_TRACE_FROM; no snapdir).
+    trace_full: (lo, hi), the seqs recorded in full, writes outside them
+    maybe thin (CRASHCHECK_TRACE_FULL; a recorded run)."""
     if base is None:
         env = dict(_environ())
     else:
@@ -132,7 +135,15 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
         env["CRASHCHECK_SHARED"] = str(shared)
     if trace_from is not None:
         env["CRASHCHECK_TRACE_FROM"] = str(trace_from)
+    if trace_full is not None:
+        env["CRASHCHECK_TRACE_FULL"] = full_range(trace_full)
     return env
+
+
+def full_range(trace_full):
+    """CRASHCHECK_TRACE_FULL's value for the seqs (lo, hi)."""
+    lo, hi = trace_full
+    return f"{lo}-{hi}"
 
 
 _env_cache = [None, None]   # [os.environ as a dict less OUR_VARS, its key]
@@ -161,7 +172,7 @@ def _read_capped(fh, cap):
 
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
-        passthrough=False, trace_from=None):
+        passthrough=False, trace_from=None, trace_full=None):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own): at the
@@ -175,7 +186,8 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
     if preload:
         check_preloads()
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
-                        program=argv[0], cwd=cwd, trace_from=trace_from)
+                        program=argv[0], cwd=cwd, trace_from=trace_from,
+                        trace_full=trace_full)
     elif env is None:
         env = dict(os.environ)
     with _capture_file("stdout") as out, _capture_file("stderr") as err:
@@ -517,7 +529,7 @@ class ForkServer:
         return msg.decode("utf-8", "replace")
 
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
-            shared=None, timeout=10.0, trace_from=None):
+            shared=None, timeout=10.0, trace_from=None, trace_full=None):
         """One run, as run() would make it with these settings."""
         if self._sock is None:
             raise ServerUnavailable("the fork server is closed")
@@ -525,7 +537,9 @@ class ForkServer:
                     "CRASHCHECK_WATCH": watch, "CRASHCHECK_SNAPDIR": snapdir,
                     "CRASHCHECK_SHARED": shared, "CRASHCHECK_SNAP": None,
                     "CRASHCHECK_TRACE_FROM": None if trace_from is None
-                    else str(trace_from)}
+                    else str(trace_from),
+                    "CRASHCHECK_TRACE_FULL": None if trace_full is None
+                    else full_range(trace_full)}
         assert set(settings) == set(RUN_VARS)
         request = b"\0".join(
             [os.fsencode(cwd)] +

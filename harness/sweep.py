@@ -189,13 +189,15 @@ class Outcome:
     that need only a few of its records (trace.Lazy)."""
 
     def __init__(self, run, scratch, records=None, trace=None,
-                 trace_from=None):
+                 trace_from=None, trace_full=None):
         self.run = run
         self.scratch = scratch
         self._records = records
         self.trace = trace
         # a lite run's: the seq its trace starts at (execute_run)
         self.trace_from = trace_from
+        # a thin run's: the seqs (lo, hi) its writes are whole in
+        self.trace_full = trace_full
         # snapshot contents read for this run's explorations: hash -> bytes
         self.blobs = {}
 
@@ -320,13 +322,14 @@ def argv_of(combo):
 
 
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
-                server=None, trace_from=None):
+                server=None, trace_from=None, trace_full=None):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
     run from (runner.ServerUnavailable when it cannot). trace_from: a
     lite run, whose trace starts at that seq and takes no snapshots
-    (Judge.lite_from)."""
+    (Judge.lite_from). trace_full: a thin run, whose writes outside those
+    seqs (lo, hi) may be recorded thin (Judge.thin_window)."""
     old, new = contents(combo)
     argv = argv_of(combo)
     scratch = Path(scratch)
@@ -355,11 +358,11 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                       snapdir=os.path.join(sdir, "snaps")
                       if record and trace_from is None else None,
                       shared=os.path.join(sdir, "shared"), timeout=timeout,
-                      trace_from=trace_from)
+                      trace_from=trace_from, trace_full=trace_full)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
     return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
-                   trace_from=trace_from)
+                   trace_from=trace_from, trace_full=trace_full)
 
 
 def targeted_calls(records, watch, all_calls=False):
@@ -661,7 +664,7 @@ class Judge:
         self._scratch = self._scratch_combo = None
         self._server = self._server_key = None    # key: its command line
         self._unservable = set()    # command lines that cannot be served
-        # (spec, strategy, kind) -> [lite runs that stood, that did not]
+        # _lite_key -> [lite or thin runs that stood, that did not]
         self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
 
@@ -771,15 +774,16 @@ class Judge:
         ok = False
         try:
             start = self.lite_from(case, combo)
-            out = self.run_case(case, combo, scratch, reuse, start)
+            full = self.thin_window(case, combo) if start is None else None
+            out = self.run_case(case, combo, scratch, reuse, start, full)
             self.last_out = out
             res = self.judge_run(case, combo, out, base, keep=True)
-            if start is not None:
+            if start is not None or full is not None:
                 self.lite_count(case, combo, res is not None)
             if res is None:
-                # the lite run cannot stand for a whole one: once more,
-                # every call recorded
-                out = self.run_case(case, combo, scratch, True, None)
+                # the lite or thin run cannot stand for a whole one: once
+                # more, every call recorded
+                out = self.run_case(case, combo, scratch, True, None, None)
                 self.last_out = out
                 res = self.judge_run(case, combo, out, base, keep=True)
             ok = True
@@ -793,7 +797,7 @@ class Judge:
                     self._scratch = self._scratch_combo = None
                     self.close_server()     # it started in what is gone
 
-    def run_case(self, case, combo, scratch, reuse, trace_from):
+    def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
         server = self.server_for(combo, scratch)
@@ -801,14 +805,15 @@ class Judge:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
                                reuse_input=reuse, server=server,
-                               trace_from=trace_from)
+                               trace_from=trace_from, trace_full=trace_full)
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
             self.close_server(refuse=True)
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
-                               reuse_input=True, trace_from=trace_from)
+                               reuse_input=True, trace_from=trace_from,
+                               trace_full=trace_full)
 
     def lite_from(self, case, combo):
         """The seq a lite run of CASE starts its trace at, or None for a
@@ -844,13 +849,44 @@ class Judge:
             # Far into a run the trace's start saves more than that
             # costs; near its start it does not.
             return None
-        stood, missed = self._lite.get(_lite_key(case, combo), (0, 0))
-        if missed >= 2 and missed > stood:
+        if self.rerun_often(case, combo):
             return None
         return max(0, case.at - LITE_MARGIN)
 
+    def thin_window(self, case, combo):
+        """The seqs (lo, hi) a thin run of CASE records in full, or None
+        for a run that records every write in full.
+
+        A case whose program is expected to get past its fault (THIN_KINDS:
+        an EINTR, a short write) and claim success is judged from its
+        whole trace: its after-exit crash states are replayed from every
+        call. The writes that a later fsync snapshots whole are moot there
+        (trace.Lazy.for_exit) and go unread, yet recording each (its
+        offset, and a range snapshot: the fstat after it and the bytes
+        read back) cost three of the five system calls the recorder
+        makes for a write.
+        Such a run records the writes more than EXCERPT_LINES seqs from
+        where the baseline made the faulted call thin (faults/preload.c,
+        CRASHCHECK_TRACE_FULL): the file, its flags and what the call
+        returned. judge_run accepts it only where no thin line is read;
+        else the case runs again, recorded whole, and where the thin runs
+        of one group of cases (_lite_key) keep being run again, its cases
+        are whole from then on."""
+        if (not self.settings.lite or self.hold or self.settings.keep
+                or case.kind not in THIN_KINDS or case.at is None
+                or self.rerun_often(case, combo)):
+            return None
+        return max(0, case.at - EXCERPT_LINES), case.at + EXCERPT_LINES
+
+    def rerun_often(self, case, combo):
+        """Whether the lite or thin runs of CASE's group (_lite_key) ran
+        again more often than they stood, twice at least."""
+        stood, missed = self._lite.get(_lite_key(case, combo), (0, 0))
+        return missed >= 2 and missed > stood
+
     def lite_count(self, case, combo, stood):
-        """Count a lite run of CASE that STOOD, or that ran again."""
+        """Count a lite or thin run of CASE that STOOD, or that ran
+        again."""
         counts = self._lite.setdefault(_lite_key(case, combo), [0, 0])
         counts[0 if stood else 1] += 1
 
@@ -942,7 +978,12 @@ class Judge:
         call (its calls before it were not the baseline's; a fault before
         the trace's start, or too soon after it to show the EXCERPT_LINES
         calls a whole trace could show before it, is such a one). A lite
-        run that timed out stands: it would only time out again."""
+        run that timed out stands: it would only time out again. Likewise
+        a thin run (Judge.thin_window) that cannot stand for a whole one:
+        a finding, a thin line in its excerpt (its calls were not where
+        the baseline made them), or an after-exit replay that would read
+        a thin line, or a write that its whole run may have recorded
+        otherwise (thin_unread)."""
         run = out.run
         # The faulted calls and the crashes say whether the fault fired,
         # where, and whether we killed the program; the rest of a trace is
@@ -950,6 +991,10 @@ class Judge:
         # after-exit crash states).
         faulted = out.faulted()
         lite = out.trace_from is not None and not run.timed_out
+        # a thin run with no thin line is recorded as a whole one
+        has_thin = out.trace_full is not None and out.trace is not None \
+            and out.trace.thin()
+        thin = has_thin and not run.timed_out
         # A lite run stands only where the program made its calls as its
         # baseline did, the faulted one at the baseline's seq for it
         # (Case.at): then its trace holds the LITE_MARGIN calls before
@@ -959,11 +1004,19 @@ class Judge:
             # it runs again whole whatever its verdict: not judged (a
             # checker contract would run its checker for nothing)
             return None
+        # A thin run's excerpt must hold no thin line, wherever its calls
+        # were made (the line of a call a rule chose is never thin)
+        excerpt = None
+        if has_thin:
+            excerpt = excerpt_around(out, case.call)
+            if any(r.get("thin") for r in excerpt):
+                return None
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=on_data_path(faulted, out.workdir),
+            # what the oracle asks of a hard fault's run alone
             fault_retried=fault_retried(faulted, out.calls_after)
-            if run.status == 0 else False,
+            if run.status == 0 and case.kind in oracle.HARD else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
@@ -972,7 +1025,7 @@ class Judge:
             timeout=timeout_of(combo, self.settings),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
-        if lite and verdict.verdict not in ("ok", "skipped"):
+        if (lite or thin) and verdict.verdict not in ("ok", "skipped"):
             return None
         judged, model = 0, None
         # A program that claims success is also judged at its after-exit
@@ -980,11 +1033,20 @@ class Judge:
         # a missing directory fsync shows. The first model that finds
         # something decides.
         if verdict.ok and run.status == 0:
+            records = out.for_exit()
+            if thin and not thin_unread(records):
+                return None
             # one replay of the trace gives every model's after-exit point
-            exits = explorer.explore_exit(
-                out.for_exit(), out.snapdir, self.settings.models,
-                target_name(combo.spec), cap=self.settings.cap,
-                seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
+            try:
+                exits = explorer.explore_exit(
+                    records, out.snapdir, self.settings.models,
+                    target_name(combo.spec), cap=self.settings.cap,
+                    seed=self.settings.seed, exit_ok=True,
+                    blob_cache=out.blobs, moot_full=not thin)
+            except explorer.ThinRecord:
+                if not thin:
+                    raise
+                return None
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
                 judged += len(states)
@@ -992,10 +1054,13 @@ class Judge:
                 if not verdict.ok:
                     model = m
                     break
+            if thin and not verdict.ok:
+                return None
         return self.result(case, combo, verdict, out, states=judged,
-                           model=model, keep=keep)
+                           model=model, keep=keep, excerpt=excerpt)
 
-    def result(self, case, combo, verdict, out, states, model=None, keep=False):
+    def result(self, case, combo, verdict, out, states, model=None, keep=False,
+               excerpt=None):
         """The case's entry of results.json (docs/design.md), and for a
         finding (or with --keep) its directory under results/cases/."""
         spec = combo.spec
@@ -1011,14 +1076,17 @@ class Judge:
             passed = any(e.verdict == verdict.verdict for e in expected)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
-        excerpt = []
         fired = []
-        if out is not None:
+        if out is None:
+            excerpt = []
+        else:
             root = str(out.scratch)
 
             def fmt(rec):
                 return trace.format_call(rec, base, root=root)
-            excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
+            if excerpt is None:
+                excerpt = excerpt_around(out, case.call)
+            excerpt = [fmt(r) for r in excerpt]
             fired = [{"rule": f.rule, "count": f.count}
                      for f in trace.fired(out.faulted(), plan_rules(case.plan))]
         res = {
@@ -1064,6 +1132,8 @@ EXCERPT_LINES = 40
 LITE_MARGIN = 2 * EXCERPT_LINES
 # the kinds of fault case that run lite first (Judge.lite_from)
 LITE_KINDS = ("eio", "enospc", "crash")
+# the kinds of fault case that run thin first (Judge.thin_window)
+THIN_KINDS = oracle.TRANSIENT
 
 
 def _lite_key(case, combo):
@@ -1079,6 +1149,26 @@ def _lite_key(case, combo):
 def _persists(case):
     """CASE's fault fires from its call on ("write#3+=EIO"), not once."""
     return "+=" in (case.plan or "")
+
+
+def thin_unread(records):
+    """Whether a thin run's after-exit replay of RECORDS (Outcome.for_exit)
+    is its whole run's: no thin write outside a moot run (explorer.Moot),
+    and no write that put bytes into a file of a moot run outside one. A
+    write is recorded the same thin or whole, but for its snapshot: after
+    thin writes to a file, the first write in full snapshots the file
+    whole where a whole run took a range, and each gives the same
+    content; outside a moot run the sweep does not lean on that. A moot
+    run whose writes a world needs raises explorer.ThinRecord
+    (explore_exit's moot_full)."""
+    write, moot = explorer.WRITE_CALLS, explorer.Moot
+    inos = {rec["ino"] for rec in records if rec.__class__ is moot}
+    for rec in records:
+        if rec.__class__ is not moot and rec.get("call") in write and (
+                rec.get("thin") or (rec.get("ret", 0) > 0
+                                    and rec.get("ino") in inos)):
+            return False
+    return True
 
 
 def excerpt_around(out, call):

@@ -231,16 +231,16 @@ class Lazy:
     # between names the file: the snapshot gives what reads see and the
     # fsync makes it durable, whatever the writes put there. Such a write
     # is a line the library writes in one of these shapes (no sync flag;
-    # with or without a fault; a snapshot of that file alone, a range or
-    # whole, or none), read to where its snapshot's object opens: the rest
-    # is told by its braces, for the range's bytes are most of the line
-    # and a pattern costs a step per byte. The fsync is a line of the last
-    # shape, its one snapshot that file whole.
+    # thin or not; with or without a fault; a snapshot of that file alone,
+    # a range or whole, or none), read to where its snapshot's object
+    # opens: the rest is told by its braces, for the range's bytes are
+    # most of the line and a pattern costs a step per byte. The fsync is
+    # a line of the last shape, its one snapshot that file whole.
     _MOOT_WRITE = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(write|pwrite|pwrite64'
         rb'|writev|pwritev|pwritev2)","n":\d+,"fd":\d+,"path":"[^"\\]*",'
         rb'"ino":(\d+),(?:"off":-?\d+,)?(?:"len":-?\d+,)?'
-        rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+'
+        rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+(?:,"thin":true)?'
         rb'(?:,"fault":\{"rule":\d+,"action":"[^"\\]*"\})?'
         rb'(?:\}\Z|,"snap":\{"files":\{"\2":\{)')
     _WHOLE_SYNC = re.compile(
@@ -330,6 +330,10 @@ class Lazy:
                 out.append(run)
         return out
 
+    def thin(self):
+        """Whether a line may be thin (faults/preload.c, CRASHCHECK_TRACE_FULL)."""
+        return b'"thin":' in self.data
+
     def _for_exit(self, kind, ino):
         """for_exit() from tracescan_moot's answer: each run of moot
         writes to one file starts at a line marked _RUN."""
@@ -397,7 +401,7 @@ _RUNS = re.compile(rb"[\x81-\x86][\x01-\x06]*")
 # another build (its ABI number), and Lazy reads in Python alone.
 _TRACESCAN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "tracescan.so")
-_TRACESCAN_ABI = 2
+_TRACESCAN_ABI = 3
 _native = False     # not looked for yet
 # the calls of a moot write, in tracescan.c's order (its KIND - 1)
 _MOOT_CALLS = ("write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2")
@@ -659,6 +663,7 @@ _OPTIONAL = (
      and all(isinstance(f, str) for f in v), "a list of strings"),
     ("fault", lambda v: isinstance(v, dict), "an object"),
     ("dir", lambda v: isinstance(v, bool), "a boolean"),
+    ("thin", lambda v: v is True, "true"),
     ("when", lambda v: v in ("before", "after"), "'before' or 'after'"),
     ("rule", _is_int, "an integer"),
 )

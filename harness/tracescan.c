@@ -145,6 +145,7 @@ static int moot_write(const char *line, size_t n, const char **ino,
 	if (!(lit(&c, "],\"ret\":") && signed_digits(&c) &&
 	      lit(&c, ",\"errno\":") && digits(&c, NULL, NULL)))
 		return 0;
+	lit(&c, ",\"thin\":true");
 	fault = c;
 	if (lit(&fault, ",\"fault\":{\"rule\":") && digits(&fault, NULL, NULL) &&
 	    lit(&fault, ",\"action\":\"") && plain_string(&fault) &&

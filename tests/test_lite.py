@@ -221,12 +221,13 @@ def spec_file(tmp_path, name, argv, sizes, timeout=None):
         [*map(str, argv), "{target}", "{new}"], sizes=sizes, timeout=timeout))
 
 
-def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None):
-    """Every case of SPECS (whose id ONLY takes) judged in one process:
-    ({id: (result, [trace_from of each run])}, judge)."""
+def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
+           kinds=sweep.KINDS, note=lambda out: out.trace_from):
+    """Every case of SPECS (of KINDS, whose id ONLY takes) judged in one
+    process: ({id: (result, [NOTE(Outcome) of each run])}, judge)."""
     settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
                               jobs=1, lite=lite, keep=keep,
-                              fork_server=fork_server)
+                              fork_server=fork_server, kinds=kinds)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     cases = [c for c in cases if only is None or only(c.id)]
     judge = sweep.Judge(specs, settings)
@@ -236,7 +237,7 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None):
 
     def counted(*args, **kw):
         out = execute_run(*args, **kw)
-        ran.append(out.trace_from)
+        ran.append(note(out))
         return out
     sweep.execute_run = counted
     try:

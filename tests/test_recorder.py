@@ -1118,7 +1118,8 @@ def strace_counts(argv, env, cwd, out):
     return counts
 
 
-def syscalls_of_100_writes(tmp_path, exe, check, snaps=True, trace_from=None):
+def syscalls_of_100_writes(tmp_path, exe, check, snaps=True, trace_from=None,
+                           trace_full=None):
     """{system call: how many more} bench-writer EXE makes for 200 writes
     than for 100 (strace -c), traced, so that what a run costs once
     cancels out; CHECK(n, records) looks at each run's trace."""
@@ -1134,7 +1135,8 @@ def syscalls_of_100_writes(tmp_path, exe, check, snaps=True, trace_from=None):
         env = runner.build_env("", base / "trace.jsonl", base / "work",
                                base / "snaps" if snaps else None,
                                base / "shared", program=str(exe),
-                               cwd=base / "work", trace_from=trace_from)
+                               cwd=base / "work", trace_from=trace_from,
+                               trace_full=trace_full)
         runs[n] = strace_counts([str(exe), str(n), "target",
                                  str(base / "new")], env, base / "work",
                                 base / "strace.txt")

@@ -67,6 +67,11 @@ def write_line(rng, seq, ino):
     parts.append(f'"flags":[{pick(rng, FLAGS)}],'
                  f'"ret":{rng.choice(["10", "-1"])},'
                  f'"errno":{rng.choice(["0", "4", "28"])}')
+    if rng.random() < 0.3:
+        # a thin write's mark (faults/preload.c), or near misses of it
+        parts.append(pick(rng, ([',"thin":true'],
+                                [',"thin":false', ',"thin":1', ',"thin":tru',
+                                 ',"thin" :true'])))
     if rng.random() < 0.2:
         parts.append(',"fault":{"rule":1,"action":"%s"}'
                      % pick(rng, (["EINTR", "short"], ['x\\"y'])))

@@ -60,6 +60,32 @@ START_TEST(test_a_write_then_its_fsync)
 END_TEST
 
 /* the line heads trace.Lazy reads: ev, seq, and whether a fault fired */
+/* a thin write (faults/preload.c): no offset, no snapshot, the mark */
+#define THIN_77 \
+	"{\"ev\":\"call\",\"seq\":1,\"pid\":4,\"call\":\"write\",\"n\":1," \
+	"\"fd\":3,\"path\":\"/w/t\",\"ino\":77,\"len\":2,\"flags\":[]," \
+	"\"ret\":2,\"errno\":0,\"thin\":true}"
+
+START_TEST(test_thin_writes_then_their_fsync)
+{
+	const char text[] = THIN_77 "\n" WRITE_77 "\n" THIN_77 "\n" SYNC_77;
+	/* the mark where the library never puts it: not a write's shape */
+	const char odd[] = "{\"ev\":\"call\",\"seq\":1,\"pid\":4,\"call\":"
+		"\"write\",\"n\":1,\"fd\":3,\"path\":\"/w/t\",\"ino\":77,"
+		"\"thin\":true,\"len\":2,\"flags\":[],\"ret\":2,\"errno\":0}\n"
+		SYNC_77;
+
+	ck_assert_int_eq(scan(text, strlen(text), 4), 3);
+	ck_assert_uint_eq(kind[0], 1 | TRACESCAN_RUN);
+	ck_assert_uint_eq(kind[1], 3);
+	ck_assert_uint_eq(kind[2], 1);
+	ck_assert_uint_eq(kind[3], 0);
+	ck_assert_uint_eq(ino[2], 77);
+	ck_assert_int_eq(scan(odd, strlen(odd), 2), 0);
+	ck_assert_uint_eq(kind[0], 0);
+}
+END_TEST
+
 START_TEST(test_index)
 {
 	const char text[] = "\n{\"ev\":\"init\",\"seq\":0,\"pid\":4}\n\n"
@@ -203,6 +229,7 @@ static Suite *tracescan_suite(void)
 
 	tcase_add_test(tc, test_abi);
 	tcase_add_test(tc, test_a_write_then_its_fsync);
+	tcase_add_test(tc, test_thin_writes_then_their_fsync);
 	tcase_add_test(tc, test_index);
 	tcase_add_test(tc, test_index_seq_past_64_bits);
 	tcase_add_test(tc, test_nothing);
