@@ -176,7 +176,7 @@ static void check_libfiu_below(void)
 /*
  * CRASHCHECK_TRACE_FULL=LO-HI: the seqs whose lines are recorded in full.
  * A write outside them may be recorded thin (thin_write). Only for a
- * recorded run (snapshots), not with CRASHCHECK_TRACE_FROM.
+ * recorded run (snapshots; so never with CRASHCHECK_TRACE_FROM).
  */
 static bool parse_seq(const char *s, const char **end, uint64_t *out)
 {
@@ -204,8 +204,6 @@ static void parse_trace_full(void)
 	if (!cc.recorder)
 		cc_die("CRASHCHECK_TRACE_FULL is set but the recorder is off "
 		       "(CRASHCHECK_TRACE, CRASHCHECK_WATCH, CRASHCHECK_SNAPDIR)");
-	if (cc.trace_from)
-		cc_die("CRASHCHECK_TRACE_FULL is set with CRASHCHECK_TRACE_FROM");
 	cc.thin_on = true;
 }
 
