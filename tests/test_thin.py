@@ -248,7 +248,7 @@ def test_the_replay_refuses_a_thin_write(tmp_path, built):
     with pytest.raises(explorer.ThinRecord, match="moot run are needed"):
         explorer.explore_exit(unknown, tmp_path / "w" / "snaps", exit_ok=True,
                               moot_full=False)
-    # and reads them: thin
+    # with moot_full (a whole run's), it reads them, and meets thin lines
     with pytest.raises(explorer.ThinRecord, match="a thin write"):
         explorer.explore_exit(unknown, tmp_path / "w" / "snaps", exit_ok=True)
 
