@@ -108,7 +108,6 @@ struct cc_rec {
 	bool off_exact;		/* off is where the bytes went (pwrite on O_APPEND: not) */
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
-	bool outside;		/* its seq is outside CRASHCHECK_TRACE_FULL's */
 	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
 };
 

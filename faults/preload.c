@@ -173,11 +173,7 @@ static void check_libfiu_below(void)
 		       di.dli_fname);
 }
 
-/*
- * CRASHCHECK_TRACE_FULL=LO-HI: the seqs whose lines are recorded in full.
- * A write outside them may be recorded thin (thin_write). Only for a
- * recorded run (snapshots; so never with CRASHCHECK_TRACE_FROM).
- */
+/* a sequence number at S, in decimal digits alone, up to END */
 static bool parse_seq(const char *s, const char **end, uint64_t *out)
 {
 	char *e;
@@ -190,6 +186,11 @@ static bool parse_seq(const char *s, const char **end, uint64_t *out)
 	return !errno;
 }
 
+/*
+ * CRASHCHECK_TRACE_FULL=LO-HI: the seqs whose lines are recorded in full.
+ * A write outside them may be recorded thin (thin_write). Only for a
+ * recorded run (snapshots; so never with CRASHCHECK_TRACE_FROM).
+ */
 static void parse_trace_full(void)
 {
 	const char *v = getenv("CRASHCHECK_TRACE_FULL"), *p;
@@ -241,11 +242,9 @@ static void cc_init(void)
 	cc.trace_from = 0;
 	v = getenv("CRASHCHECK_TRACE_FROM");
 	if (v && *v) {
-		char *end;
+		const char *end;
 
-		errno = 0;
-		cc.trace_from = strtoull(v, &end, 10);
-		if (*end || errno || v[0] < '0' || v[0] > '9')
+		if (!parse_seq(v, &end, &cc.trace_from) || *end)
 			cc_die("CRASHCHECK_TRACE_FROM '%s' is not a sequence number", v);
 		if (!cc.trace)
 			cc_die("CRASHCHECK_TRACE_FROM is set but CRASHCHECK_TRACE is not");
@@ -394,16 +393,7 @@ static void rec_init(struct cc_rec *r, int call)
 	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
 	r->lite = cc.trace_from &&
 		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
-	/* likewise at least this seq: one above HI surely is; one below LO
-	 * may not be where other processes make calls (a line says thin) */
 	r->thin = false;
-	if (cc.thin_on) {
-		uint64_t s = __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED);
-
-		r->outside = s < cc.full_lo || s > cc.full_hi;
-	} else {
-		r->outside = false;
-	}
 }
 
 /* the call is recorded: a trace, and the call not before its start */
@@ -554,8 +544,17 @@ static void snap_write(struct cc_rec *r, int fd, const void *buf,
  */
 static bool thin_write(struct cc_rec *r)
 {
-	r->thin = r->outside && r->rule < 0 && tracing(r) && !cc.snap_full &&
-		  r->has_st && r->is_reg && r->fdflags >= 0 &&
+	uint64_t s;
+
+	if (!cc.thin_on)
+		return false;
+	/* the seq its line gets is at least this one (as for a lite call):
+	 * one above HI surely is outside; one below LO may not be where
+	 * other processes make calls, and its line says thin */
+	s = __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED);
+	r->thin = (s < cc.full_lo || s > cc.full_hi) && r->rule < 0 &&
+		  tracing(r) && !cc.snap_full && r->has_st && r->is_reg &&
+		  r->fdflags >= 0 &&
 		  !(r->fdflags & (O_SYNC | O_DSYNC | O_DIRECT)) &&
 		  cc_under_watch(r->path);
 	return r->thin;

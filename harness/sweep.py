@@ -837,8 +837,7 @@ class Judge:
         mostly stop; where the lite runs of one group of cases
         (_lite_key) keep being run again, its cases are whole from then
         on."""
-        if (not self.settings.lite or self.hold or self.settings.keep
-                or case.kind not in LITE_KINDS or case.at is None):
+        if not self.may_run_part(case, LITE_KINDS):
             return None
         if case.at <= LITE_MARGIN and _persists(case):
             # A fault that keeps firing can keep a program retrying until
@@ -852,6 +851,14 @@ class Judge:
         if self.rerun_often(case, combo):
             return None
         return max(0, case.at - LITE_MARGIN)
+
+    def may_run_part(self, case, kinds):
+        """Whether CASE, of one of KINDS, may run lite or thin first: not
+        with --whole-traces, --keep or for replay (which show every call
+        in full), and only where its baseline made the faulted call
+        (Case.at)."""
+        return (self.settings.lite and not self.hold and not self.settings.keep
+                and case.kind in kinds and case.at is not None)
 
     def thin_window(self, case, combo):
         """The seqs (lo, hi) a thin run of CASE records in full, or None
@@ -872,9 +879,8 @@ class Judge:
         else the case runs again, recorded whole, and where the thin runs
         of one group of cases (_lite_key) keep being run again, its cases
         are whole from then on."""
-        if (not self.settings.lite or self.hold or self.settings.keep
-                or case.kind not in THIN_KINDS or case.at is None
-                or self.rerun_often(case, combo)):
+        if not self.may_run_part(case, THIN_KINDS) or \
+                self.rerun_often(case, combo):
             return None
         return max(0, case.at - EXCERPT_LINES), case.at + EXCERPT_LINES
 
