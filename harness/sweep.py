@@ -820,26 +820,24 @@ class Judge:
         run that records every call.
 
         A case whose program stops at its fault, with an error or killed,
-        is judged from its exit, its files, the calls the fault fired on
-        and an excerpt of the trace around the faulted call: the calls
-        far before the fault, which the program makes as its baseline
-        did, are recorded for nothing, and recording them cost most of a
-        long run, and the snapshots, which only the crash states of a
-        run that exits 0 are built from, an eighth to a fifth of a short
-        run's case.
-        Such a run records from LITE_MARGIN calls before where the
-        baseline made the faulted call (from its start, 0, where that
-        comes sooner), and takes no snapshots; the library still gives
-        every call its seq, and writes the line of any call a fault fired
-        on (faults/preload.c, CRASHCHECK_TRACE_FROM). judge_run accepts
-        it only when that is all it needs; else the case runs again,
+        is judged from its exit, its files and the calls the fault fired
+        on: the calls before the fault, which the program makes as its
+        baseline did, are recorded for nothing, and recording them cost
+        most of a long run, and the snapshots, which only the crash
+        states of a run that exits 0 are built from, an eighth to a fifth
+        of a short run's case.
+        Such a run records from where the baseline made the faulted call,
+        and takes no snapshots; the library still gives every call its
+        seq, and writes the line of any call a fault fired on
+        (faults/preload.c, CRASHCHECK_TRACE_FROM). judge_run accepts it
+        only when that is all it needs; else the case runs again,
         recorded whole. Kinds in LITE_KINDS are those whose programs
         mostly stop; where the lite runs of one group of cases
         (_lite_key) keep being run again, its cases are whole from then
         on."""
         if not self.may_run_part(case, LITE_KINDS):
             return None
-        if case.at <= LITE_MARGIN and _persists(case):
+        if case.at <= PERSIST_WHOLE_WITHIN and _persists(case):
             # A fault that keeps firing can keep a program retrying until
             # its timeout, its trace growing all the while: without the
             # recorder's snapshots each retry is cheaper, and the trace
@@ -850,7 +848,7 @@ class Judge:
             return None
         if self.rerun_often(case, combo):
             return None
-        return max(0, case.at - LITE_MARGIN)
+        return case.at
 
     def may_run_part(self, case, kinds):
         """Whether CASE, of one of KINDS, may run lite or thin first: not
@@ -872,17 +870,18 @@ class Judge:
         offset, and a range snapshot: the fstat after it and the bytes
         read back) cost three of the five system calls the recorder
         makes for a write.
-        Such a run records the writes more than EXCERPT_LINES seqs from
-        where the baseline made the faulted call thin (faults/preload.c,
+        Such a run records every write thin that it may (faults/preload.c,
         CRASHCHECK_TRACE_FULL): the file, its flags and what the call
-        returned. judge_run accepts it only where no thin line is read;
-        else the case runs again, recorded whole, and where the thin runs
-        of one group of cases (_lite_key) keep being run again, its cases
-        are whole from then on."""
+        returned. The faulted call, which a rule chooses, never is.
+        judge_run accepts it only where no thin line is read; else the
+        case runs again, recorded whole, and where the thin runs of one
+        group of cases (_lite_key) keep being run again, its cases are
+        whole from then on."""
         if not self.may_run_part(case, THIN_KINDS) or \
                 self.rerun_often(case, combo):
             return None
-        return max(0, case.at - EXCERPT_LINES), case.at + EXCERPT_LINES
+        # the faulted call's seq in the baseline: full, as it is anyway
+        return case.at, case.at
 
     def rerun_often(self, case, combo):
         """Whether the lite or thin runs of CASE's group (_lite_key) ran
@@ -978,18 +977,17 @@ class Judge:
     def judge_run(self, case, combo, out, base, keep):
         """The case's result from its run OUT; None for a lite run that
         cannot stand for a whole one (Judge.lite_from): a finding (its
-        directory shows the whole trace), a run that claims success (its
-        retries and after-exit states are read from the whole trace), or
-        one whose fault did not fire where the baseline made the faulted
-        call (its calls before it were not the baseline's; a fault before
-        the trace's start, or too soon after it to show the EXCERPT_LINES
-        calls a whole trace could show before it, is such a one). A lite
-        run that timed out stands: it would only time out again. Likewise
-        a thin run (Judge.thin_window) that cannot stand for a whole one:
-        a finding, a thin line in its excerpt (its calls were not where
-        the baseline made them), or an after-exit replay that would read
-        a thin line, or a write that its whole run may have recorded
-        otherwise (thin_unread)."""
+        directory and excerpt show the whole trace), a run that claims
+        success (its retries and after-exit states are read from the
+        whole trace), or one whose fault did not fire where the baseline
+        made the faulted call (its calls before it were not the
+        baseline's; a fault before the trace's start is such a one). A
+        lite run that timed out stands: it would only time out again.
+        Likewise a thin run (Judge.thin_window) that cannot stand for a
+        whole one: a finding (but for one that timed out with no thin
+        line in its excerpt), an after-exit replay that would read a thin
+        line, or a write that its whole run may have recorded otherwise
+        (thin_unread)."""
         run = out.run
         # The faulted calls and the crashes say whether the fault fired,
         # where, and whether we killed the program; the rest of a trace is
@@ -1003,20 +1001,18 @@ class Judge:
         thin = has_thin and not run.timed_out
         # A lite run stands only where the program made its calls as its
         # baseline did, the faulted one at the baseline's seq for it
-        # (Case.at): then its trace holds the LITE_MARGIN calls before
-        # that one (or every call, from 0), as a whole run's excerpt may
+        # (Case.at), where its trace starts
         if lite and (run.status == 0 or not faulted
                      or faulted[0]["seq"] != case.at):
             # it runs again whole whatever its verdict: not judged (a
             # checker contract would run its checker for nothing)
             return None
-        # A thin run's excerpt must hold no thin line, wherever its calls
-        # were made (the line of a call a rule chose is never thin)
-        excerpt = None
-        if has_thin:
-            excerpt = excerpt_around(out, case.call)
-            if any(r.get("thin") for r in excerpt):
-                return None
+        # A thin run that timed out stands with its finding, as a lite one
+        # does, but for a thin line in its excerpt (a whole run shows
+        # that write's offset)
+        if has_thin and run.timed_out and any(
+                r.get("thin") for r in excerpt_around(out, case.call)):
+            return None
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=on_data_path(faulted, out.workdir),
@@ -1063,10 +1059,9 @@ class Judge:
             if thin and not verdict.ok:
                 return None
         return self.result(case, combo, verdict, out, states=judged,
-                           model=model, keep=keep, excerpt=excerpt)
+                           model=model, keep=keep)
 
-    def result(self, case, combo, verdict, out, states, model=None, keep=False,
-               excerpt=None):
+    def result(self, case, combo, verdict, out, states, model=None, keep=False):
         """The case's entry of results.json (docs/design.md), and for a
         finding (or with --keep) its directory under results/cases/."""
         spec = combo.spec
@@ -1083,16 +1078,18 @@ class Judge:
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
         fired = []
-        if out is None:
-            excerpt = []
-        else:
+        excerpt = []
+        if out is not None:
             root = str(out.scratch)
 
             def fmt(rec):
                 return trace.format_call(rec, base, root=root)
-            if excerpt is None:
-                excerpt = excerpt_around(out, case.call)
-            excerpt = [fmt(r) for r in excerpt]
+            # The calls around the target, for a finding: what the reports
+            # show next to it. A case that held its contract has none; its
+            # calls are one `crashcheck replay` away, and parsing and
+            # formatting them was an eighth of a case at 100 writes.
+            if finding:
+                excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
             fired = [{"rule": f.rule, "count": f.count}
                      for f in trace.fired(out.faulted(), plan_rules(case.plan))]
         res = {
@@ -1131,11 +1128,9 @@ class Judge:
 
 
 EXCERPT_LINES = 40
-# A lite run's trace starts this many seqs before the faulted call's in
-# the baseline: the excerpt shows up to 40 calls before it (all of its
-# lines, where the run ends at the call), and as many again leave room
-# for process starts and for a run that is a little ahead of its baseline
-LITE_MARGIN = 2 * EXCERPT_LINES
+# A fault that keeps firing within this many calls of a run's start runs
+# whole, not lite (Judge.lite_from)
+PERSIST_WHOLE_WITHIN = 80
 # the kinds of fault case that run lite first (Judge.lite_from)
 LITE_KINDS = ("eio", "enospc", "crash")
 # the kinds of fault case that run thin first (Judge.thin_window)
@@ -1228,8 +1223,13 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     head = []
     if out.trace_from is not None:
         head = [f"(a lite run that timed out: its trace starts at seq "
-                f"{out.trace_from}, {LITE_MARGIN} before the faulted call's "
-                "in the baseline; 'crashcheck replay' records every call)"]
+                f"{out.trace_from}, the faulted call's in the baseline; "
+                "'crashcheck replay' records every call)"]
+    elif out.trace_full is not None and out.trace is not None \
+            and out.trace.thin():
+        head = ["(a thin run that timed out: a write marked [thin] was "
+                "recorded with no offset and no snapshot; 'crashcheck "
+                "replay' records every call)"]
     (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():

@@ -929,6 +929,8 @@ def format_call(rec, base=None, show_pid=False, root=None):
         line += f" {errno_name(rec['errno'])}"
     if rec.get("fault"):
         line += f" [fault: {rec['fault'].get('action', '?')}]"
+    if rec.get("thin"):
+        line += " [thin]"
     if show_pid and rec.get("pid") is not None:
         line = f"[pid {rec['pid']}] " + line
     return line

@@ -1,5 +1,5 @@
 """Lite runs: a fault case whose program stops at its fault records its
-trace from a little before the faulted call on (CRASHCHECK_TRACE_FROM,
+trace from the faulted call on (CRASHCHECK_TRACE_FROM,
 faults/preload.c; sweep.Judge.lite_from), and is judged as if it had
 recorded every call, or runs again whole."""
 
@@ -258,9 +258,9 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
 def three(built, tmp_path_factory):
     """A correct writer, a retrier that claims success after an I/O
     error, one that ignores every error (findings, exit 0), one that
-    tears its target (findings, exit 1), and two correct writers whose
-    calls are not where their baselines made them (150 and 60 calls
-    early), judged with and without lite runs."""
+    tears its target (findings, exit 1), and a correct writer whose
+    calls are not where its baseline made them (150 calls early), judged
+    with and without lite runs."""
     tmp = tmp_path_factory.mktemp("three")
     # the careless one exits 0 whatever happened, as the corpus's buggy
     # variants ignore an error: a finding at every fault that fired
@@ -273,14 +273,12 @@ def three(built, tmp_path_factory):
              spec_file(tmp, "inplace", [built["pieces"], "inplace", "100"],
                        [9000]),
              spec_file(tmp, "jitter", [built["jitter"], "150",
-                                       built["bench-writer"], "60"], [9000]),
-             spec_file(tmp, "nudge", [built["jitter"], "60",
-                                      built["bench-writer"], "60"], [9000])]
+                                       built["bench-writer"], "60"], [9000])]
     return judged(tmp, specs, True), judged(tmp, specs, False)
 
 
 def test_lite_runs_judge_every_case_as_whole_ones(three):
-    """Every case of the six programs gets the same verdict, finding,
+    """Every case of the five programs gets the same verdict, finding,
     states, excerpt, fired rules and exit with lite runs as without."""
     (lite, _), (whole, _) = three
     assert lite.keys() == whole.keys()
@@ -306,29 +304,33 @@ def test_lite_runs_stand_where_the_program_stops(three):
             and res["states"] == 0
 
 
-def test_near_its_start_a_run_is_lite_from_0_unless_its_fault_persists(three):
-    """Within the first LITE_MARGIN calls a lite run traces every call
-    (from 0) with no snapshots: the correct writer's crash cases there,
-    and its EIO cases that fire once, stand so. A fault that keeps firing
-    there (every ENOSPC case) runs whole, for a program may retry it
-    until its timeout; farther in, both start LITE_MARGIN calls before
-    the fault."""
-    (lite, _), _ = three
-    writer = {i: (res, runs) for i, (res, runs) in lite.items()
-              if i.startswith("writer-") and res["kind"] in sweep.LITE_KINDS}
-    start = [i for i, (res, runs) in writer.items() if runs[0] == 0]
-    assert len(start) > 20
-    assert {writer[i][0]["kind"] for i in start} == {"crash", "eio"}
-    assert not any("+=" in writer[i][0]["plan"] for i in start)
-    assert all(len(writer[i][1]) == 1 for i in start)
-    # the same calls' faults that persist: whole
-    near = {writer[i][0]["call"] for i in start}
-    kept = [runs for i, (res, runs) in writer.items()
-            if "+=" in res["plan"] and res["call"] in near]
-    assert len(kept) > 10 and all(runs == [None] for runs in kept)
-    later = [runs for i, (res, runs) in writer.items()
-             if "+=" in res["plan"] and runs[0]]
-    assert len(later) > 50
+def test_a_lite_run_starts_at_its_faulted_call_unless_it_persists_near_the_start(
+        built, tmp_path):
+    """A lite run traces from the seq its baseline made the faulted call at,
+    with no snapshots: where it stands, its faulted call is there. A fault
+    that keeps firing within PERSIST_WHOLE_WITHIN calls of the start runs
+    whole, for a program may retry it until its timeout; farther in it
+    runs lite."""
+    specs = [spec_file(tmp_path, "writer", [built["bench-writer"], "150"],
+                       [9000])]
+
+    def note(out):
+        # the call a fault fired on, or the crash record of one
+        return out.trace_from, [r["seq"] for r in out.faulted()][:1]
+    got, _ = judged(tmp_path, specs, True,
+                    kinds=("baseline",) + sweep.LITE_KINDS, note=note)
+    lite = [(res, runs) for res, runs in got.values()
+            if res["kind"] in sweep.LITE_KINDS]
+    stood = [runs[0] for res, runs in lite
+             if len(runs) == 1 and runs[0][0] is not None]
+    assert len(stood) > 300 and all([start] == seqs for start, seqs in stood)
+    persist = [runs for res, runs in lite if "+=" in res["plan"]]
+    near = [runs for runs in persist
+            if runs[0][1] and runs[0][1][0] <= sweep.PERSIST_WHOLE_WITHIN]
+    far = [runs for runs in persist
+           if runs[0][1] and runs[0][1][0] > sweep.PERSIST_WHOLE_WITHIN]
+    assert len(near) > 20 and all(runs == [(None, runs[0][1])] for runs in near)
+    assert len(far) > 20 and all(runs[0][0] == runs[0][1][0] for runs in far)
 
 
 def test_a_lite_run_that_claims_success_runs_again_whole(three):
@@ -369,16 +371,6 @@ def test_a_fault_before_the_start_runs_again_whole(three):
     assert_two_misses_per_kind(lite, "jitter-")
 
 
-def test_a_fault_too_near_the_start_runs_again_whole(three):
-    """Where a run made 60 calls fewer before its fault than its
-    baseline, the fault fires inside the trace but fewer than
-    EXCERPT_LINES calls into it: the excerpt around it would show less
-    than a whole run's, so the case runs again whole."""
-    (lite, _), _ = three
-    assert sweep.EXCERPT_LINES < 60 < sweep.LITE_MARGIN
-    assert_two_misses_per_kind(lite, "nudge-")
-
-
 def assert_two_misses_per_kind(lite, prefix):
     """Every lite run of PREFIX's program ran again whole, and there were
     two of each kind of case (its kind, and whether its fault fires once
@@ -405,12 +397,15 @@ def test_a_lite_run_that_timed_out_stands(built, tmp_path):
     for i in want:
         res, runs = lite[i]
         assert res["verdict"] == whole[i][0]["verdict"] == "hang"
-        assert res["trace_excerpt"] == whole[i][0]["trace_excerpt"]
+        # its excerpt: from the faulted call on, as the whole run's ends
+        got, want = res["trace_excerpt"], whole[i][0]["trace_excerpt"]
+        assert "[fault: " in got[0] and len(want) > len(got) + 30
+        assert want[-len(got):] == got
         assert len(runs) == 1 and runs[0] is not None
         head = (tmp_path / "l" / "lite" / res["dir"].split("/", 1)[1] /
                 "trace.txt").read_text().splitlines()[0]
         assert head.startswith(f"(a lite run that timed out: its trace starts "
-                               f"at seq {runs[0]},")
+                               f"at seq {runs[0]}, the faulted call's")
 
 
 def test_keep_and_exec_each(built, tmp_path):

@@ -1,6 +1,6 @@
 """Thin runs: a fault case whose program is expected to get past its fault
-(an EINTR, a short write) records the writes far from the faulted call
-thin (CRASHCHECK_TRACE_FULL, faults/preload.c; sweep.Judge.thin_window):
+(an EINTR, a short write) records its writes but the faulted one thin
+(CRASHCHECK_TRACE_FULL, faults/preload.c; sweep.Judge.thin_window):
 the file, its flags and what the call returned, no offset and no snapshot.
 It is judged as if it had recorded every write in full, or runs again
 whole."""
@@ -30,6 +30,8 @@ from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
 #           and a crash after it exits may lose the rename (a finding)
 #   giveup  takes an EINTR or a short write for an error, and says so
 #           (a finding, exit 1)
+#   hang    takes an EINTR or a short write for an error, says so and
+#           waits for ever (a finding when the spec's timeout ends it)
 SCRIBBLE = r"""
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +45,11 @@ static int put(int fd, const char *p, size_t len)
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
+		if (!strcmp(how, "hang") && (n < 0 || (size_t)n < len)) {
+			perror("write");
+			for (;;)
+				pause();
+		}
 		if (n < 0 && errno == EINTR && strcmp(how, "giveup"))
 			continue;
 		if (n >= 0 && (size_t)n < len && !strcmp(how, "giveup"))
@@ -307,8 +314,8 @@ def test_thin_runs_judge_every_case_as_whole_ones(four):
 
 def test_thin_runs_stand_where_the_program_fsyncs(four):
     """The correct writer's and the tee's cases stand on one run, thin
-    where the fault is far enough from the start and the end, and their
-    after-exit states judged."""
+    but where nothing was written before the fault nor after it, and
+    their after-exit states judged."""
     (thin, _), _ = four
     for name in ("writer-", "tee-"):
         mine = {i: v for i, v in thin.items() if i.startswith(name)
@@ -365,24 +372,53 @@ def test_a_thin_run_with_no_thin_line_stands(four):
                for res, runs in mine)
 
 
-def test_a_thin_line_in_the_excerpt_runs_again_whole(built, tmp_path,
-                                                      monkeypatch):
-    """Where other processes' calls put thin lines next to the faulted
-    call (here: full seqs that leave them out), the excerpt would show
-    less than a whole run's: the case runs again whole."""
-    specs = [spec_file(tmp_path, "writer", [built["bench-writer"], "150"],
-                       [9000])]
-    want = ("writer-9000B-write#75=EINTR", "writer-9000B-write#76=short")
-    monkeypatch.setattr(sweep.Judge, "thin_window",
-                        lambda self, case, combo: (case.at, case.at))
+def test_a_thin_run_that_timed_out_stands_but_for_a_thin_line_in_its_excerpt(
+        built, tmp_path):
+    """A program that hangs after its fault is judged from its thin run, as
+    from a lite one (a whole run would only time out again), where the
+    excerpt its finding shows holds no thin line: at its first write.
+    Farther in, the writes before the fault are thin there, and the case
+    runs again whole; its directory would show them marked."""
+    specs = [spec_file(tmp_path, "hang", [built["scribble"], "hang", "150"],
+                       [9000], timeout=0.5)]
+    want = ("hang-9000B-write#1=EINTR", "hang-9000B-write#100=EINTR",
+            "hang-9000B-write#100=short")
     kinds = ("baseline",) + sweep.THIN_KINDS
     thin, _ = judged(tmp_path / "t", specs, True, only=want.__contains__,
                      kinds=kinds, note=note)
-    monkeypatch.undo()
     whole, _ = judged(tmp_path / "w", specs, False, only=want.__contains__,
                       kinds=kinds, note=note)
     assert sorted(thin) == sorted(want)
     for i in want:
         res, runs = thin[i]
-        assert runs[0][1] and runs[1:] == [(None, False)]
+        assert res["verdict"] == "hang" and res["exit"]["timed_out"]
         assert {k: res[k] for k in KEYS} == {k: whole[i][0][k] for k in KEYS}
+        assert len(res["trace_excerpt"]) > (1 if i.endswith("#1=EINTR") else 30)
+        assert not any("[thin]" in line for line in res["trace_excerpt"])
+        if i.endswith("#1=EINTR"):
+            # nothing was written thin before it, nor after
+            assert runs == [(runs[0][0], False)] and runs[0][0] is not None
+        else:
+            assert runs[0][1] and runs[1:] == [(None, False)]
+
+
+def test_a_case_that_holds_has_no_excerpt(four):
+    """Only a finding shows the calls around its target: a case that held
+    its contract, thin or whole, has none."""
+    (thin, _), (whole, _) = four
+    for got in (thin, whole):
+        assert all(bool(res["trace_excerpt"]) == (res["verdict"] != "ok")
+                   for res, runs in got.values())
+        assert sum(res["verdict"] != "ok" for res, runs in got.values()) > 250
+
+
+def test_a_thin_line_reads_as_one():
+    """Where a thin line is shown (the directory of a thin run that timed
+    out), it says so: it has no offset to show."""
+    rec = {"ev": "call", "seq": 5, "call": "write", "n": 3, "fd": 3,
+           "path": "/x/work/target.tmp", "ino": 7, "len": 10, "flags": [],
+           "ret": 10, "errno": 0, "thin": True}
+    assert trace_mod.format_call(rec, "/x/work") == \
+        "write#3 fd=3 'target.tmp' len=10 = 10 [thin]"
+    assert trace_mod.format_call(dict(rec, thin=False, off=0), "/x/work") == \
+        "write#3 fd=3 'target.tmp' off=0 len=10 = 10"
