@@ -398,9 +398,9 @@ def test_a_lite_run_that_timed_out_stands(built, tmp_path):
         res, runs = lite[i]
         assert res["verdict"] == whole[i][0]["verdict"] == "hang"
         # its excerpt: from the faulted call on, as the whole run's ends
-        got, want = res["trace_excerpt"], whole[i][0]["trace_excerpt"]
-        assert "[fault: " in got[0] and len(want) > len(got) + 30
-        assert want[-len(got):] == got
+        got, full = res["trace_excerpt"], whole[i][0]["trace_excerpt"]
+        assert "[fault: " in got[0] and len(full) > len(got) + 30
+        assert full[-len(got):] == got
         assert len(runs) == 1 and runs[0] is not None
         head = (tmp_path / "l" / "lite" / res["dir"].split("/", 1)[1] /
                 "trace.txt").read_text().splitlines()[0]

@@ -32,6 +32,8 @@ from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
 #           (a finding, exit 1)
 #   hang    takes an EINTR or a short write for an error, says so and
 #           waits for ever (a finding when the spec's timeout ends it)
+#   late    as hang, after 30 one-byte writes to side.tmp (writes 1 to
+#           30, thin in a thin run) and 50 fsyncs of it
 SCRIBBLE = r"""
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,16 @@ int main(int argc, char **argv)
 		return 2;
 	if (!strcmp(how, "osync"))
 		flags |= O_SYNC;
+	if (!strcmp(how, "late")) {
+		int side = open("side.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		for (int i = 0; side >= 0 && i < 80; i++)
+			if ((i < 30 ? write(side, "x", 1) : fsync(side)) < 0)
+				return 1;
+		if (side < 0 || close(side) < 0 || unlink("side.tmp") < 0)
+			return 1;
+		how = "hang";
+	}
 	fd = open("target.tmp", flags, 0644);
 	if (fd < 0)
 		return 1;
@@ -313,9 +325,8 @@ def test_thin_runs_judge_every_case_as_whole_ones(four):
 
 
 def test_thin_runs_stand_where_the_program_fsyncs(four):
-    """The correct writer's and the tee's cases stand on one run, thin
-    but where nothing was written before the fault nor after it, and
-    their after-exit states judged."""
+    """The correct writer's and the tee's cases stand on one run, thin,
+    with their after-exit states judged."""
     (thin, _), _ = four
     for name in ("writer-", "tee-"):
         mine = {i: v for i, v in thin.items() if i.startswith(name)
@@ -376,13 +387,16 @@ def test_a_thin_run_that_timed_out_stands_but_for_a_thin_line_in_its_excerpt(
         built, tmp_path):
     """A program that hangs after its fault is judged from its thin run, as
     from a lite one (a whole run would only time out again), where the
-    excerpt its finding shows holds no thin line: at its first write.
-    Farther in, the writes before the fault are thin there, and the case
-    runs again whole; its directory would show them marked."""
+    excerpt its finding shows holds no thin line: at its first write, or
+    where the thin writes came 50 fsyncs before it (its directory shows
+    them marked, and says why). Farther into its writes, those before the
+    fault are thin there, and the case runs again whole."""
     specs = [spec_file(tmp_path, "hang", [built["scribble"], "hang", "150"],
+                       [9000], timeout=0.5),
+             spec_file(tmp_path, "late", [built["scribble"], "late", "150"],
                        [9000], timeout=0.5)]
     want = ("hang-9000B-write#1=EINTR", "hang-9000B-write#100=EINTR",
-            "hang-9000B-write#100=short")
+            "hang-9000B-write#100=short", "late-9000B-write#31=EINTR")
     kinds = ("baseline",) + sweep.THIN_KINDS
     thin, _ = judged(tmp_path / "t", specs, True, only=want.__contains__,
                      kinds=kinds, note=note)
@@ -398,6 +412,14 @@ def test_a_thin_run_that_timed_out_stands_but_for_a_thin_line_in_its_excerpt(
         if i.endswith("#1=EINTR"):
             # nothing was written thin before it, nor after
             assert runs == [(runs[0][0], False)] and runs[0][0] is not None
+        elif i.startswith("late-"):
+            assert runs == [(runs[0][0], True)] and runs[0][0] is not None
+            shown = (tmp_path / "t" / "lite" / res["dir"].split("/", 1)[1] /
+                     "trace.txt").read_text().splitlines()
+            assert shown[0].startswith("(a thin run that timed out: a write "
+                                       "marked [thin] was recorded with no "
+                                       "offset")
+            assert sum(line.endswith(" [thin]") for line in shown) == 30
         else:
             assert runs[0][1] and runs[1:] == [(None, False)]
 
