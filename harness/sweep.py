@@ -1085,9 +1085,10 @@ class Judge:
             def fmt(rec):
                 return trace.format_call(rec, base, root=root)
             # The calls around the target, for a finding: what the reports
-            # show next to it. A case that held its contract has none; its
-            # calls are one `crashcheck replay` away, and parsing and
-            # formatting them was an eighth of a case at 100 writes.
+            # show next to it. A case that held its contract has none (its
+            # reproduce command with --keep writes every call to its
+            # trace.txt): parsing and formatting them for every case was
+            # an eighth of a case at 100 writes.
             if finding:
                 excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
             fired = [{"rule": f.rule, "count": f.count}
@@ -1224,12 +1225,12 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     if out.trace_from is not None:
         head = [f"(a lite run that timed out: its trace starts at seq "
                 f"{out.trace_from}, the faulted call's in the baseline; "
-                "'crashcheck replay' records every call)"]
+                "its reproduce command with --keep records every call)"]
     elif out.trace_full is not None and out.trace is not None \
             and out.trace.thin():
         head = ["(a thin run that timed out: a write marked [thin] was "
-                "recorded with no offset and no snapshot; 'crashcheck "
-                "replay' records every call)"]
+                "recorded with no offset and no snapshot; its reproduce "
+                "command with --keep records every call in full)"]
     (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
