@@ -241,7 +241,13 @@ def pytest_configure(config):
     if threading.current_thread() is threading.main_thread():
         state.sigterm = signal.signal(signal.SIGTERM, _terminated)
     if not _is_worker(config):
-        state.enumerate()
+        try:
+            state.enumerate()
+        except runner.SetupError as e:
+            # a spec's program that cannot start: one line, exit 2
+            sweep.remove_work(state.settings.work_link)
+            print(f"crashcheck: {e}", file=sys.stderr, flush=True)
+            raise pytest.UsageError() from None
         wanted = set(config.getoption("--cc-case"))
         unknown = wanted - {c.id for c in state.load_cases()}
         if unknown:

@@ -419,7 +419,13 @@ def enumerate_cases(specs, settings, log=print):
         combo = all_combos[i]
         scratch = work / combo.prefix
         scratch.mkdir()
-        out = execute_run(combo, "", scratch, timeout_of(combo, settings))
+        try:
+            out = execute_run(combo, "", scratch, timeout_of(combo, settings))
+        except runner.SetupError as e:
+            # a program that cannot start (not found, not executable): the
+            # user's to mend, said in one line; a value, so that it
+            # crosses the pool as it is
+            return runner.SetupError(f"{combo.spec.name}: {e}")
         save_run(out)
         return cases_of(combo, out, settings)
 
@@ -441,6 +447,8 @@ def enumerate_cases(specs, settings, log=print):
             if error is not None:
                 raise RuntimeError(f"{combo.prefix}: recording the baseline "
                                    f"failed:\n{error}")
+            if isinstance(mine, runner.SetupError):
+                raise mine
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")

@@ -812,6 +812,28 @@ def test_a_good_case_id_with_no_such_call_is_one_line(tmp_path, built):
                      "replace-stdio-1B-fsync#9=EIO"], proc.stderr
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("program, problem", [
+    ("/nonexistent/prog", "program not found: /nonexistent/prog"),
+    ("@/data.txt", "program not executable: @/data.txt"),
+])
+def test_a_spec_whose_program_cannot_start_is_one_line(tmp_path, built, jobs,
+                                                       program, problem):
+    """Its baselines cannot run: one line naming the spec and the problem,
+    exit 2, in one process as across the pool, and no work directory
+    left in the results."""
+    (tmp_path / "data.txt").write_text("not a program\n")
+    program = program.replace("@", str(tmp_path))
+    s = write_spec(tmp_path / "p.toml", "p", [program, "{target}", "{new}"],
+                   sizes=[1, 2])
+    proc = cli("run", s, "--jobs", jobs, "--out", tmp_path / "o")
+    lines = [line for line in proc.stderr.splitlines()
+             if not line.startswith("crashcheck: recording ")]
+    assert proc.returncode == 2, proc.stderr
+    assert lines == ["crashcheck: p: " + problem.replace("@", str(tmp_path))]
+    assert not os.path.lexists(tmp_path / "o" / ".work")
+
+
 SPEC_BASE = {
     "name": '"w"', "description": '"d"',
     "command": '["{bin}/replace", "--strategy={strategy}", "{target}", "{new}"]',
