@@ -397,7 +397,9 @@ def enumerate_cases(specs, settings, log=print):
     Returns (cases, combos by prefix). The baselines stay in the work
     directory: their traces feed the power-loss cases. Unless --keep, the
     work directory is a link into scratch: remove it with remove_work()
-    (removing the results directory would leave the scratch behind)."""
+    (removing the results directory would leave the scratch behind).
+    runner.SetupError, naming the spec, where a baseline's program cannot
+    start."""
     link = settings.work_link
     remove_work(link)
     if settings.keep:
