@@ -202,6 +202,13 @@ class Outcome:
         self.blobs = {}
 
     @property
+    def has_thin(self):
+        """A thin run's trace that holds a thin line (one with none is a
+        whole run's)."""
+        return self.trace_full is not None and self.trace is not None \
+            and self.trace.thin()
+
+    @property
     def records(self):
         if self._records is None:
             self._records = self.trace.records if self.trace is not None else []
@@ -1005,9 +1012,7 @@ class Judge:
         # after-exit crash states).
         faulted = out.faulted()
         lite = out.trace_from is not None and not run.timed_out
-        # a thin run with no thin line is recorded as a whole one
-        has_thin = out.trace_full is not None and out.trace is not None \
-            and out.trace.thin()
+        has_thin = out.has_thin
         thin = has_thin and not run.timed_out
         # A lite run stands only where the program made its calls as its
         # baseline did, the faulted one at the baseline's seq for it
@@ -1087,8 +1092,8 @@ class Judge:
             passed = any(e.verdict == verdict.verdict for e in expected)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
-        fired = []
         excerpt = []
+        fired = []
         if out is not None:
             root = str(out.scratch)
 
@@ -1236,8 +1241,7 @@ def save_case_dir(outdir, res, out, excerpt, combo):
         head = [f"(a lite run that timed out: its trace starts at seq "
                 f"{out.trace_from}, the faulted call's in the baseline; "
                 "its reproduce command with --keep records every call)"]
-    elif out.trace_full is not None and out.trace is not None \
-            and out.trace.thin():
+    elif out.has_thin:
         head = ["(a thin run that timed out: a write marked [thin] was "
                 "recorded with no offset and no snapshot; its reproduce "
                 "command with --keep records every call in full)"]

@@ -97,16 +97,22 @@ int main(int argc, char **argv)
 """
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def build(tmp_path_factory, **sources):
+    """{name: path} of scripts/bench-writer.c and of each of SOURCES (name
+    = its C text), compiled into a directory of the test session's."""
     need_library()
     d = tmp_path_factory.mktemp("bin")
-    (d / "pieces.c").write_text(PIECES)
-    (d / "jitter.c").write_text(JITTER)
-    return {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
-                               d / "bench-writer"),
-            "pieces": cc(d / "pieces.c", d / "pieces"),
-            "jitter": cc(d / "jitter.c", d / "jitter")}
+    built = {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
+                                d / "bench-writer")}
+    for name, text in sources.items():
+        (d / f"{name}.c").write_text(text)
+        built[name] = cc(d / f"{name}.c", d / name)
+    return built
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build(tmp_path_factory, pieces=PIECES, jitter=JITTER)
 
 
 def traced(base, argv, plan="", start=None):

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import explorer, payload, runner, sweep  # noqa: E402
 from harness import trace as trace_mod  # noqa: E402
-from test_lite import KEYS, FIELDS, judged, spec_file  # noqa: E402
-from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
+from test_lite import KEYS, FIELDS, build, judged, spec_file  # noqa: E402
+from test_recorder import syscalls_of_100_writes  # noqa: E402
 
 # Writes NEW to target.tmp in N writes of nearly equal length, retrying
 # an EINTR or a short write within its piece, then renames it over
@@ -112,12 +112,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    need_library()
-    d = tmp_path_factory.mktemp("bin")
-    (d / "scribble.c").write_text(SCRIBBLE)
-    return {"bench-writer": cc(ROOT / "scripts" / "bench-writer.c",
-                               d / "bench-writer"),
-            "scribble": cc(d / "scribble.c", d / "scribble")}
+    return build(tmp_path_factory, scribble=SCRIBBLE)
 
 
 def recorded(base, argv, plan="", full=None):

@@ -59,7 +59,6 @@ START_TEST(test_a_write_then_its_fsync)
 }
 END_TEST
 
-/* the line heads trace.Lazy reads: ev, seq, and whether a fault fired */
 /* a thin write (faults/preload.c): no offset, no snapshot, the mark */
 #define THIN_77 \
 	"{\"ev\":\"call\",\"seq\":1,\"pid\":4,\"call\":\"write\",\"n\":1," \
@@ -86,6 +85,7 @@ START_TEST(test_thin_writes_then_their_fsync)
 }
 END_TEST
 
+/* the line heads trace.Lazy reads: ev, seq, and whether a fault fired */
 START_TEST(test_index)
 {
 	const char text[] = "\n{\"ev\":\"init\",\"seq\":0,\"pid\":4}\n\n"
