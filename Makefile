@@ -32,7 +32,7 @@ endif
 	$(Q)$(PYTHON) -m compileall -q harness
 
 # Sanitized programs the tests run directly, not through the runner, get
-# the runner's sanitizer policy (harness/sanitizers.py): a report aborts
+# the runner's sanitizer policy (harness/engine/sanitizers.py): a report aborts
 # (SIGABRT, never an exit 1 that reads as a reported failure), and SIGBUS
 # stays the program's own signal.
 ifdef SANITIZE
@@ -50,8 +50,8 @@ check: all
 run: all
 	$(Q)scripts/crashcheck run $(RUN_FLAGS) workloads/specs/*.toml
 
-# libFuzzer on plan_parse (C), then fuzz/fuzz_py.py on harness/spec.py,
-# harness/trace.py and harness/explorer.py; a crash fails the target and
+# libFuzzer on plan_parse (C), then fuzz/fuzz_py.py on harness/engine/spec.py,
+# harness/engine/trace.py and harness/judging/explorer.py; a crash fails the target and
 # leaves its input in fuzz/crash-*.
 FUZZ_TIME ?= 60
 fuzz: deps
@@ -75,6 +75,6 @@ ifneq ($(HAVE_FAULTS),)
 endif
 	$(Q)$(SUBMAKE) -C harness clean
 	$(Q)$(SUBMAKE) -C tests/unit clean
-	$(Q)rm -rf harness/__pycache__
+	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 
 .PHONY: all check run fuzz bench deps clean

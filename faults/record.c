@@ -1142,7 +1142,7 @@ static void trace_fd_reopen(void)
  * through filling it (SIGKILL from anyone, at any instruction): the
  * place then holds zeros, or zeros and part of the line. The copy puts
  * the line's first byte last, so a line whose '{' is there is whole, and
- * the reader (harness/trace.py, clean) keeps of a text line holding a
+ * the reader (harness/engine/trace.py, clean) keeps of a text line holding a
  * zero byte only the record that starts after its last zero.
  * Without CRASHCHECK_SHARED each process's counters are its own, so
  * lines are appended (O_APPEND), as before.

@@ -5,14 +5,14 @@
 
 Targets (all three by default):
 
-  spec      harness.spec.load() on a TOML file: only SpecError may escape.
-  trace     harness.trace.parse() on JSON lines: only TraceError may escape;
+  spec      harness.engine.spec.load() on a TOML file: only SpecError may escape.
+  trace     harness.engine.trace.parse() on JSON lines: only TraceError may escape;
             and a trace it accepts must not break the code that reads
             accepted records (trace.calls/fired/format_call, the sweep's
             targeted_calls, explorer.crash_points); and on any lines, the
-            moot-write scan in C (harness/tracescan.c) must give what its
+            moot-write scan in C (harness/engine/tracescan.c) must give what its
             Python reference gives.
-  explorer  harness.explorer.explore() on what trace.parse() accepts, under
+  explorer  harness.judging.explorer.explore() on what trace.parse() accepts, under
             both models: only ExplorerError may escape; and the after-exit
             points explore_exit() builds from one replay (the sweep's way,
             plain writes taken short, and with trace.Lazy.for_exit's moot
@@ -61,7 +61,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import explorer, spec as specmod, sweep, trace as tracemod  # noqa: E402
+from harness.judging import explorer
+from harness.engine import spec as specmod, sweep, trace as tracemod  # noqa: E402
 
 CORPUS = ROOT / "fuzz" / "corpus"
 MAX_LEN = 64 * 1024

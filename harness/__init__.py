@@ -1,4 +1,5 @@
-"""crashcheck's Python side: runner, trace reader, oracle, explorer, sweep, reports, CLI."""
+"""crashcheck's Python side, in four parts: commands/ (the CLI), engine/
+(running and sweeping), judging/ (explorer and oracle), reports/."""
 
 from pathlib import Path
 

@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness import plan as plan_mod  # noqa: E402
-from harness import runner  # noqa: E402
+from harness.engine import plan as plan_mod  # noqa: E402
+from harness.engine import runner  # noqa: E402
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 REPLACE = ROOT / "workloads" / "bin" / "replace"

@@ -1,4 +1,4 @@
-"""Tests of harness/explorer.py on hand-built traces whose crash states are
+"""Tests of harness/judging/explorer.py on hand-built traces whose crash states are
 known: each row of crash-model.md's durability table, the fsync-failure
 rule, the two models where they disagree (write-then-rename without fsync)
 and where they agree, the ext4 journal prefix, the cap, the seed, dedup."""
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from harness import explorer
-from harness.explorer import BLOCK, ExplorerError, explore, layout
+from harness.judging import explorer
+from harness.judging.explorer import BLOCK, ExplorerError, explore, layout
 
 WATCH = "/scratch/case"
 MODELS = explorer.MODELS

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from harness import ROOT, calls, runner, sweep, trace
+from harness import ROOT
+from harness.engine import calls, runner, sweep, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
@@ -286,7 +287,7 @@ def test_forked_and_execd_sweeps_agree(tmp_path):
 
 
 def judge_for(tmp_path, fork_server):
-    from harness import spec as specmod
+    from harness.engine import spec as specmod
     specs = [specmod.load(sweep.SPEC_DIR / "replace.toml")]
     settings = sweep.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
                               fork_server=fork_server)

@@ -1,4 +1,4 @@
-"""harness/fullfs.py and the spec field `disk`: a real full disk for the
+"""harness/engine/fullfs.py and the spec field `disk`: a real full disk for the
 failures no injection can make (SIGBUS from a store into a mapping).
 
 The mounting tests need root and a kernel that lets us mount tmpfs; they
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import fullfs, spec as specmod, sweep
+from harness.engine import fullfs, spec as specmod, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE
@@ -149,7 +149,7 @@ def test_sweep_skips_a_full_disk_spec_it_cannot_mount(tmp_path, monkeypatch):
 
 
 def test_oracle_explains_sigbus_as_a_store_into_a_mapping():
-    from harness import oracle
+    from harness.judging import oracle
     v = oracle.judge(oracle.Outcome(contract="atomic", old=b"o", new=b"n",
                                     signal=7))
     assert v.verdict == "crashed"

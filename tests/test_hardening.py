@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import ROOT, explorer, fullfs, payload, runner
-from harness import sanitizers, spec as specmod, trace as tracemod
+from harness import ROOT
+from harness.judging import explorer, payload
+from harness.engine import fullfs, runner
+from harness.engine import sanitizers, spec as specmod, trace as tracemod
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 BIN = ROOT / "workloads" / "bin"
@@ -263,7 +265,7 @@ def test_sanitizer_report_is_a_crash_not_a_failure(asan_progs, tmp_path,
     run = start(how, [str(asan_progs / prog), *args], tmp_path)
     assert run.signal == signal.SIGABRT, (run.status, run.stderr_text())
     assert re.search(r"(AddressSanitizer|runtime error)", run.stderr_text())
-    from harness import oracle
+    from harness.judging import oracle
     v = oracle.judge(oracle.Outcome(contract="atomic", old=b"o", new=b"n",
                                     signal=run.signal, kind="baseline"))
     assert v.verdict == "crashed"
@@ -344,7 +346,8 @@ def test_interrupt_while_the_program_starts_still_kills_it(tmp_path, signame,
     probe = textwrap.dedent(f"""
         import os, signal, subprocess, sys, threading
         sys.path.insert(0, {str(ROOT)!r})
-        from harness import cli, runner
+        from harness.commands import cli
+        from harness.engine import runner
         signal.signal(signal.SIGTERM, cli._terminate)
         if {start!r} == "Popen":
             real = subprocess.Popen
@@ -454,7 +457,7 @@ def test_huge_output_is_capped_without_blowing_memory(tmp_path):
     probe = textwrap.dedent(f"""
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from harness import runner
+        from harness.engine import runner
         script = "head -c 100000000 /dev/zero; head -c 100000000 /dev/zero >&2"
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         r = runner.run(["/bin/sh", "-c", script], cwd={str(tmp_path)!r},

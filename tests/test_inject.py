@@ -8,7 +8,7 @@ what each returned, so every test checks what the program observed (the
 errno, the byte count), what is on disk afterwards, and what the trace
 says -- never only one of them.
 
-Runs go through harness.runner (the harness's own way to run a program
+Runs go through harness.engine.runner (the harness's own way to run a program
 under a plan), each in a fresh directory under tmp_path.
 """
 
@@ -24,10 +24,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness import calls as calls_mod  # noqa: E402
-from harness import plan as plan_mod  # noqa: E402
-from harness import runner  # noqa: E402
-from harness import trace as trace_mod  # noqa: E402
+from harness.engine import calls as calls_mod  # noqa: E402
+from harness.engine import plan as plan_mod  # noqa: E402
+from harness.engine import runner  # noqa: E402
+from harness.engine import trace as trace_mod  # noqa: E402
 
 PROGS = Path(__file__).resolve().parent / "progs"
 
@@ -717,7 +717,7 @@ def test_short_path_is_relpath_inside_the_root():
     asked once or again (its answers for absolute paths are kept)."""
     import itertools
     import os
-    from harness.trace import short_path
+    from harness.engine.trace import short_path
     root, base = "/s/x", "/s/x/work"
     names = ["target", "a/b", "", ".", "..", ".hidden", "a.b", "...", "a/./b",
              "a/..", "/t", "t/", "../in/new", "x//y"]
@@ -736,7 +736,7 @@ def test_short_path_of_a_relative_base_follows_the_directory(tmp_path,
                                                              monkeypatch):
     """An answer relative to a relative base depends on the working
     directory: it must not be kept and given again elsewhere."""
-    from harness.trace import short_path
+    from harness.engine.trace import short_path
     (tmp_path / "w").mkdir()
     path = str(tmp_path / "w" / "x")
     monkeypatch.chdir(tmp_path)

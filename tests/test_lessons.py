@@ -1,4 +1,4 @@
-"""harness/lessons.py: the C function extractor, the lessons list, and the
+"""harness/reports/lessons.py: the C function extractor, the lessons list, and the
 teaching corpus it reads (workloads/variants + their specs)."""
 
 import re
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import lessons as L
-from harness import report, spec as specmod
+from harness.reports import lessons as L
+from harness.reports import report
+from harness.engine import spec as specmod
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = sorted((ROOT / "workloads" / "variants").glob("*.c"))

@@ -11,9 +11,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness import payload, runner, sweep  # noqa: E402
-from harness import spec as specmod  # noqa: E402
-from harness import trace as trace_mod  # noqa: E402
+from harness.judging import payload
+from harness.engine import runner, sweep  # noqa: E402
+from harness.engine import spec as specmod  # noqa: E402
+from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
 from test_recorder import cc, need_library, syscalls_of_100_writes  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Tests of harness/oracle.py: every verdict from crafted outcomes, the
+"""Tests of harness/judging/oracle.py: every verdict from crafted outcomes, the
 priority between them, and explanations that name the fault and the fix."""
 
 import pathlib
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E402
-from harness import oracle as O  # noqa: E402
-from harness import payload as P  # noqa: E402
+from harness.judging import oracle as O  # noqa: E402
+from harness.judging import payload as P  # noqa: E402
 
 B = P.BLOCK
 SIZE = 4 * B

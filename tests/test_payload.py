@@ -1,4 +1,4 @@
-"""Tests of harness/payload.py: layout, determinism, and tears located to the block."""
+"""Tests of harness/judging/payload.py: layout, determinism, and tears located to the block."""
 
 import hashlib
 import pathlib
@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E402
-from harness import payload as P  # noqa: E402
+from harness.judging import payload as P  # noqa: E402
 
 B = P.BLOCK
 SIZES = [1, 2, 3, 19, 20, 21, 4095, 4096, 4097, 8191, 8192, 8193, 65537]

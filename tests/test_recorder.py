@@ -29,8 +29,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness import explorer, payload, runner  # noqa: E402
-from harness import trace as trace_mod  # noqa: E402
+from harness.judging import explorer, payload
+from harness.engine import runner  # noqa: E402
+from harness.engine import trace as trace_mod  # noqa: E402
 
 BIN = ROOT / "workloads" / "bin"
 PROGS = Path(__file__).resolve().parent / "progs"
@@ -550,7 +551,7 @@ def test_moot_writes_leave_a_sweep_as_it_was(tmp_path, built, monkeypatch):
     """Every fault case of a program writing its file in 20 pieces, judged
     with the after-exit replay passing over moot writes and without: the
     same results; and the runs that claim success did pass over them."""
-    from harness import spec as specmod, sweep
+    from harness.engine import spec as specmod, sweep
     toml = tmp_path / "pieces.toml"
     toml.write_text(
         'name = "pieces"\ndescription = "20 writes, then fsync and rename"\n'

@@ -1,4 +1,4 @@
-"""Tests of harness/report.py: results.json, report.md, report.html, JUnit
+"""Tests of harness/reports/report.py: results.json, report.md, report.html, JUnit
 XML and the merge of shards, on synthetic case lists that cover every
 verdict, buggy variants caught and not caught, skips and harness errors.
 
@@ -18,8 +18,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import UsageError  # noqa: E402
-from harness import report  # noqa: E402
-from harness.report import ReportError  # noqa: E402
+from harness.reports import report  # noqa: E402
+from harness.reports.report import ReportError  # noqa: E402
 
 HOSTILE = '<script>alert("x")</script> & | `tick`'
 
@@ -214,7 +214,7 @@ def test_status_never_shows_an_unexpected_finding_as_pass():
 def test_plugin_meta_shape():
     """The plugin passes timing nested, the start as epoch seconds, and
     its own (spec-based) not_caught list."""
-    meta = {"command": "pytest-3 -p harness.plugin", "seed": 0,
+    meta = {"command": "pytest-3 -p harness.engine.plugin", "seed": 0,
             "models": ["posix"], "specs": ["workloads/specs/replace.toml"],
             "cap": 64, "timing": {"started": 1714557600.25, "duration": 3.5},
             "not_caught": ["blind: expected torn"]}

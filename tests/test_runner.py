@@ -1,4 +1,4 @@
-"""harness/runner.py starts a program two ways: posix_spawn where it may
+"""harness/engine/runner.py starts a program two ways: posix_spawn where it may
 change the working directory around the call (a single-threaded process,
 as the sweep's pool processes are), Popen elsewhere (a thread, the CLI's
 passthrough). Both must give the program the same start: its directory,
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from harness import runner
+from harness.engine import runner
 
 
 def in_thread(fn):

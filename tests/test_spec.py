@@ -1,4 +1,4 @@
-"""Tests of harness/spec.py: good specs load, every bad field is named."""
+"""Tests of harness/engine/spec.py: good specs load, every bad field is named."""
 
 import dataclasses
 import json
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E402
-from harness import spec as S  # noqa: E402
+from harness.engine import spec as S  # noqa: E402
 
 GOOD = {
     "name": "replace-nofsync",

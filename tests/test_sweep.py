@@ -201,7 +201,7 @@ def test_replay_lays_out_the_crash_state(tmp_path):
     assert "target:      the old content" in readme
     old_new = subprocess.run(
         ["/usr/bin/python3", "-c",
-         "import sys; from harness import payload, sweep, spec;"
+         "import sys; from harness.judging import payload; from harness.engine import sweep, spec;"
          "c = next(sweep.combos([spec.load(sys.argv[1])]));"
          "o, n = sweep.contents(c); sys.stdout.buffer.write(o)", str(s)],
         capture_output=True, cwd=ROOT, check=True).stdout
@@ -211,7 +211,7 @@ def test_replay_lays_out_the_crash_state(tmp_path):
 def test_excerpt_is_centred_on_the_targeted_call():
     """A long trace is cut to EXCERPT_LINES records around the call the
     case targets."""
-    from harness import sweep as sw, trace as tr
+    from harness.engine import sweep as sw, trace as tr
     recs = [{"ev": "call", "call": "write", "n": i} for i in range(1, 1001)]
     recs.insert(700, {"ev": "crash", "call": "fsync", "n": 1, "when": "before"})
     got = tr.window(recs, "fsync#1", sw.EXCERPT_LINES)
@@ -256,7 +256,7 @@ def _lazy_lines(n_calls, pids=(101,)):
 def test_lazy_trace_answers_like_the_whole_parse(n_calls, pids):
     """trace.Lazy parses only the records a case needs; its answers must
     be those of the whole parse, on every call targeted."""
-    from harness import trace as tr
+    from harness.engine import trace as tr
     data = _lazy_lines(n_calls, pids)
     full = tr.parse(data)
     lazy = tr.Lazy(data)
@@ -292,7 +292,7 @@ def test_lazy_trace_answers_like_the_whole_parse(n_calls, pids):
 def test_lazy_trace_falls_back_to_the_whole_parse():
     """A line not of the library's shape, or a damaged one: the whole
     trace is parsed, and its answer (or its error) is parse()'s."""
-    from harness import trace as tr
+    from harness.engine import trace as tr
     data = _lazy_lines(50)
     spaced = data.replace(b'{"ev":"call","seq":3,', b'{"ev": "call", "seq": 3, ')
     lazy = tr.Lazy(spaced)
@@ -319,7 +319,7 @@ def test_lazy_trace_falls_back_to_the_whole_parse():
 def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
     """A pool process reuses one scratch for a combo's cases: the input
     stays, unless the last program moved, removed or rewrote it."""
-    from harness import sweep as sw
+    from harness.engine import sweep as sw
     scratch = tmp_path / "s"
     scratch.mkdir()
     new, old = b"new content\n", b"old content, longer\n"

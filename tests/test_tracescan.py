@@ -1,4 +1,4 @@
-"""harness/tracescan.c, Lazy's index of a trace and its moot-write scan in
+"""harness/engine/tracescan.c, Lazy's index of a trace and its moot-write scan in
 C, against its reference, trace.py's Python: the same moot writes on
 random traces built from the library's line shapes and near misses of
 them, and on recorded traces; the same after-exit replay; and Lazy's
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import explorer, payload, trace as trace_mod
+from harness.judging import explorer, payload
+from harness.engine import trace as trace_mod
 
 from test_recorder import Run, built, exit_points  # noqa: F401 (a fixture)
 

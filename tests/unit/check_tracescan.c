@@ -1,5 +1,5 @@
 /*
- * Check tests of harness/tracescan.c, the moot-write scan trace.py loads
+ * Check tests of harness/engine/tracescan.c, the moot-write scan trace.py loads
  * with ctypes. tests/test_tracescan.py holds its answers to the Python
  * scan's; these run it where the sanitizers can watch (SANITIZE builds
  * this test, never the shared object): each input is copied into a buffer
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../harness/tracescan.h"
+#include "../../harness/engine/tracescan.h"
 
 #define WRITE_77 \
 	"{\"ev\":\"call\",\"seq\":1,\"pid\":4,\"call\":\"pwrite64\",\"n\":1," \

@@ -26,8 +26,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT, UsageError, payload, runcmd, sweep
-from .spec import CONTRACTS, MAX_SIZE, Spec
+from .. import ROOT, UsageError
+from ..judging import payload
+from . import run as runcmd
+from ..engine import sweep
+from ..engine.spec import CONTRACTS, MAX_SIZE, Spec
 
 AUDIT_DIR = ".audit"
 SPEC_FILE = "audit.json"

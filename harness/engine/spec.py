@@ -34,7 +34,7 @@ disk         "normal" (default): runs use the scratch filesystem, with every
              disk error injected. "full": every run's work directory (the
              target and the program's temp files) is a real tmpfs with
              room for the old target plus one page less than the new
-             content needs (harness/fullfs.py), for failures no injection
+             content needs (harness/engine/fullfs.py), for failures no injection
              can produce, such as SIGBUS from a store into a mapping that
              finds no free block. Needs root to mount; elsewhere the spec's
              cases are skipped with the reason.
@@ -69,7 +69,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .oracle import FINDINGS, KINDS, MODELS
+from ..judging.oracle import FINDINGS, KINDS, MODELS
 
 MAX_SIZE = 64 << 20
 MAX_TIMEOUT = 600

@@ -1,5 +1,5 @@
 /*
- * tracescan.so: what harness/trace.py's Lazy reads of every line of a
+ * tracescan.so: what harness/engine/trace.py's Lazy reads of every line of a
  * trace, in C, loaded with ctypes: the head of each line (its ev, its seq,
  * whether a fault fired on it) and the scan for moot writes.
  *
@@ -34,7 +34,7 @@
 
 #include "tracescan.h"
 
-/* The calls of a moot write, in the order harness/trace.py names them. */
+/* The calls of a moot write, in the order harness/engine/trace.py names them. */
 static const char *const WRITE_CALLS[] = {
 	"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2",
 };

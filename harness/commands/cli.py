@@ -22,11 +22,12 @@ import tempfile
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from . import UsageError
-from . import calls as calls_mod
-from . import plan as plan_mod
-from . import audit, mergecmd, replay, runcmd, runner
-from . import trace as trace_mod
+from .. import UsageError
+from ..engine import calls as calls_mod
+from ..engine import plan as plan_mod
+from . import audit, merge as mergecmd, replay, run as runcmd
+from ..engine import runner
+from ..engine import trace as trace_mod
 
 PROG = "crashcheck"
 

@@ -5,7 +5,7 @@ can never target a call the library does not know."""
 import functools
 import re
 
-from . import ROOT
+from .. import ROOT
 
 CALLS_DEF = ROOT / "faults" / "calls.def"
 

@@ -16,7 +16,8 @@ is missing, the merged report would silently lack cases, so merge refuses.
 import sys
 from pathlib import Path
 
-from . import ROOT, UsageError, report
+from .. import ROOT, UsageError
+from ..reports import report
 
 DEFAULT_OUT = ROOT / "results" / "merged"
 

@@ -1,7 +1,7 @@
 """`crashcheck run SPEC...`: the sweep over workload specs, driven by pytest.
 
-pytest runs in this process with harness.plugin loaded and
-harness/sweep_cases.py as its one test file: every case is a test item,
+pytest runs in this process with harness.engine.plugin loaded and
+harness/engine/sweep_cases.py as its one test file: every case is a test item,
 so pytest's progress, `-k` and `-x` apply (the cases run in the plugin's
 own pool of processes, and junit.xml is written from the results). This
 module only turns our options into pytest's, and pytest's exit status
@@ -13,9 +13,9 @@ import shutil
 import signal
 from pathlib import Path
 
-from . import ROOT, UsageError, tree_path
-from . import spec as specmod
-from .sweep import KINDS, parse_shard
+from .. import ROOT, UsageError, tree_path
+from ..engine import spec as specmod
+from ..engine.sweep import KINDS, parse_shard
 
 DEFAULT_OUT = ROOT / "results"
 
@@ -126,9 +126,9 @@ def pytest_args(args, spec_paths, out, command):
     jobs = jobs_arg(args.jobs) if args.jobs else (os.cpu_count() or 1)
     if getattr(args, "case", None):
         jobs = 1        # a handful of cases: starting workers costs more
-    argv = ["-p", "harness.plugin", "-p", "no:cacheprovider",
+    argv = ["-p", "harness.engine.plugin", "-p", "no:cacheprovider",
             "--rootdir", str(ROOT), "-c", str(ROOT / "pytest.ini"),
-            "-q", str(ROOT / "harness" / "sweep_cases.py"),
+            "-q", str(ROOT / "harness" / "engine" / "sweep_cases.py"),
             "--cc-out", str(out), "--cc-model", args.model,
             "--cc-faults", _faults(args.faults),
             "--cc-seed", str(_int("seed", args.seed, 0)),
@@ -246,8 +246,8 @@ def check_selection(args, specs):
     baseline runs, which can take minutes: a case id starts with one of
     the specs' combos (workload, strategy, size), and -k must parse. A
     well-formed id naming a call the program does not make is found
-    after the enumeration (harness/plugin.py)."""
-    from .sweep import combos
+    after the enumeration (harness/engine/plugin.py)."""
+    from ..engine.sweep import combos
     prefixes = {c.prefix + "-" for c in combos(specs)}
     for case in getattr(args, "case", None) or []:
         if not any(case.startswith(p) for p in prefixes):

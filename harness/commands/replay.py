@@ -12,9 +12,10 @@ import json
 import shutil
 from pathlib import Path
 
-from . import ROOT, UsageError, explorer, payload
-from . import spec as specmod
-from . import sweep
+from .. import ROOT, UsageError
+from ..judging import explorer, payload
+from ..engine import spec as specmod
+from ..engine import sweep
 
 DEFAULT_RESULTS = ROOT / "results" / "results.json"
 

@@ -24,7 +24,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, calls, explorer, fullfs, oracle, payload, pool, runner, trace
+from .. import ROOT
+from . import calls, fullfs, pool, runner, trace
+from ..judging import explorer, oracle, payload
 
 # The fault classes and the crash models, as the oracle defines them.
 KINDS = oracle.KINDS
@@ -75,7 +77,7 @@ class Settings:
 
 @dataclass
 class Combo:
-    spec: object            # harness.spec.Spec
+    spec: object            # harness.engine.spec.Spec
     strategy: str | None
     size: int
     # (old, new), made once: every case of the combo needs them, and a
@@ -344,7 +346,7 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     work = os.path.join(sdir, WORK)
     tr = os.path.join(sdir, "trace.jsonl")
     # issue 6: a spec with disk = "full" runs with WORK on a real, nearly
-    # full tmpfs (harness/fullfs.py); where none can be mounted (not
+    # full tmpfs (harness/engine/fullfs.py); where none can be mounted (not
     # root), the run is recorded as exit 77 with the reason: a skip.
     try:
         with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
@@ -438,7 +440,7 @@ def enumerate_cases(specs, settings, log=print):
         save_run(out)
         return cases_of(combo, out, settings)
 
-    # In processes of their own (harness/pool.py), like the cases: a
+    # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
     # threads of this process would queue on one interpreter.
     jobs = min(settings.jobs, len(all_combos))

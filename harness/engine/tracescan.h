@@ -1,5 +1,5 @@
 /*
- * tracescan.so's functions (harness/tracescan.c), as harness/trace.py
+ * tracescan.so's functions (harness/engine/tracescan.c), as harness/engine/trace.py
  * calls them through ctypes.
  */
 #ifndef CRASHCHECK_TRACESCAN_H
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-/* harness/trace.py loads the library only when it gives this number:
+/* harness/engine/trace.py loads the library only when it gives this number:
  * raise it whenever a function's arguments or answers change */
 #define TRACESCAN_ABI 3
 

@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ROOT, UsageError, sanitizers
+from .. import ROOT, UsageError
+from . import sanitizers
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -106,7 +107,7 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
               trace_full=None):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
-    an ASan-linked program's runtime before ours: harness/sanitizers.py)
+    an ASan-linked program's runtime before ours: harness/engine/sanitizers.py)
     and this run's settings. program is argv[0], run in cwd. trace_from:
     the seq the trace starts at (CRASHCHECK_TRACE_FROM; no snapdir).
     trace_full: (lo, hi), the seqs recorded in full, writes outside them

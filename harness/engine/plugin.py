@@ -1,10 +1,10 @@
 """pytest plugin: every sweep case is a test item.
 
-Load with `-p harness.plugin` and give specs with `--cc-spec`; the file
-harness/sweep_cases.py is collected as the cases (CaseFile, one CaseItem
+Load with `-p harness.engine.plugin` and give specs with `--cc-spec`; the file
+harness/engine/sweep_cases.py is collected as the cases (CaseFile, one CaseItem
 per case, run by a one-phase protocol). pytest brings its progress
 output, `-k`, `-x` and the exit status; this plugin adds the enumeration
-before collection, the pool of worker processes (harness/pool.py), the
+before collection, the pool of worker processes (harness/engine/pool.py), the
 results directory and the reports, junit.xml included, after the session.
 
 With xdist the controller enumerates (it is the only process that runs
@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from . import ROOT, UsageError, lessons, pool, report, runner, spec as specmod, sweep, tree_path
+from .. import ROOT, UsageError, tree_path
+from ..reports import lessons, report
+from . import pool, runner, spec as specmod, sweep
 
 CASES_FILE = "cases.json"
 
@@ -34,7 +36,7 @@ def pytest_addoption(parser):
     g.addoption("--cc-spec", action="append", default=[], metavar="SPEC",
                 help="workload spec (TOML) to sweep; repeatable")
     g.addoption("--cc-audit", action="append", default=[], metavar="JSON",
-                help="an audit's description (harness/audit.py) to sweep "
+                help="an audit's description (harness/commands/audit.py) to sweep "
                      "like a spec; repeatable")
     g.addoption("--cc-out", default=str(ROOT / "results"), metavar="DIR",
                 help="results directory (default: results/)")
@@ -118,7 +120,7 @@ class Sweep:
             self.specs = [specmod.load(p) for p in self.spec_paths]
         except specmod.SpecError as e:
             raise pytest.UsageError(str(e)) from None
-        from . import audit
+        from ..commands import audit
         try:
             self.specs += [audit.load(p) for p in config.getoption("--cc-audit")]
         except UsageError as e:
@@ -263,7 +265,7 @@ def pytest_configure(config):
         config.option.tbstyle = "no"
 
 
-SWEEP_CASES = ROOT / "harness" / "sweep_cases.py"
+SWEEP_CASES = ROOT / "harness" / "engine" / "sweep_cases.py"
 
 
 class CaseFailed(Exception):
@@ -295,13 +297,13 @@ class CaseItem(pytest.Item):
 
 
 class CaseFile(pytest.File):
-    """harness/sweep_cases.py, collected as the sweep's cases: the ones
+    """harness/engine/sweep_cases.py, collected as the sweep's cases: the ones
     --cc-case and --cc-shard select, in enumeration order."""
 
     def collect(self):
         state = getattr(self.config, "_crashcheck", None)
         if state is None:
-            raise pytest.UsageError("harness/sweep_cases.py needs --cc-spec "
+            raise pytest.UsageError("harness/engine/sweep_cases.py needs --cc-spec "
                                     "or --cc-audit")
         cases = state.load_cases()
         wanted = set(self.config.getoption("--cc-case"))
@@ -404,7 +406,7 @@ def pytest_sessionfinish(session, exitstatus):
             "digest": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]}
     out = state.settings.out
     # The teaching corpus: for each buggy variant caught, the rule, the
-    # case that caught it and the fix as a diff (harness/lessons.py).
+    # case that caught it and the fix as a diff (harness/reports/lessons.py).
     state.summary = report.write_all(
         out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
         junit=out / "junit.xml")

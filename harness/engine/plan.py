@@ -5,7 +5,7 @@ implementation."""
 import json
 import subprocess
 
-from . import ROOT, UsageError
+from .. import ROOT, UsageError
 
 PLANCK = ROOT / "faults" / "bin" / "planck"
 

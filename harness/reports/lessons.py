@@ -17,7 +17,7 @@ blanks comments, string and character literals and preprocessor lines
 takes the text from the start of the declaration's first line to the
 balanced closing brace.
 
-The report renders the list (harness/report.py, `write_all(..., lessons=)`);
+The report renders the list (harness/reports/report.py, `write_all(..., lessons=)`);
 `lessons(specs, results)` is the one entry point the plugin needs.
 """
 
@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ROOT, tree_path
+from .. import ROOT, tree_path
 
 VARIANT_DIR = ROOT / "workloads" / "variants"
 LIB_DIR = ROOT / "workloads" / "lib"

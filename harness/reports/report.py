@@ -33,10 +33,10 @@ import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from . import UsageError
+from .. import UsageError
 # The fault classes, in the order the matrix shows them, and the verdicts,
 # in the order reports list them: the oracle's (crash-model.md's).
-from .oracle import KINDS, VERDICTS
+from ..judging.oracle import KINDS, VERDICTS
 
 # Case statuses, worst first: the order cases are listed in and the
 # precedence that colours a matrix cell.
@@ -1479,7 +1479,7 @@ def _junit_bytes(cases, s):
 # ---------------------------------------------------------------------------
 # Command line: render (and merge) existing results without the CLI
 
-USAGE = ("usage: python3 -m harness.report [--junit FILE] [--lessons FILE] "
+USAGE = ("usage: python3 -m harness.reports.report [--junit FILE] [--lessons FILE] "
          "OUTDIR RESULTS...")
 
 

@@ -83,7 +83,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 try:
-    from . import UsageError as _Base
+    from .. import UsageError as _Base
 except ImportError:         # the package without its CLI: still one line
     _Base = ValueError
 

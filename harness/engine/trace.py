@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from . import UsageError
+from .. import UsageError
 
 EVENTS = ("init", "call", "crash")
 # calls that return an address on success (MAP_FAILED, -1, on failure)
@@ -273,7 +273,7 @@ class Lazy:
         return self._moot or None
 
     def moot_writes_py(self):
-        """moot_writes() in Python: the reference harness/tracescan.c
+        """moot_writes() in Python: the reference harness/engine/tracescan.c
         follows step by step."""
         moot, synced = {}, set()
         sync, write = self._WHOLE_SYNC.fullmatch, self._MOOT_WRITE.match
@@ -305,7 +305,7 @@ class Lazy:
         seq, call and inode of its first, how many, and a way to parse
         them for a world that wants them after all). A trace with none is
         parsed whole."""
-        from .explorer import Moot
+        from ..judging.explorer import Moot
         if self._records is not None or self.lines is None:
             return self.records
         got = self._native_moot()
@@ -337,7 +337,7 @@ class Lazy:
     def _for_exit(self, kind, ino):
         """for_exit() from tracescan_moot's answer: each run of moot
         writes to one file starts at a line marked _RUN."""
-        from .explorer import Moot
+        from ..judging.explorer import Moot
         runs = [m.span() for m in _RUNS.finditer(kind)]
         if not runs:
             return self.records
@@ -396,7 +396,7 @@ _FAULT = 4
 _RUN = 0x80
 _RUNS = re.compile(rb"[\x81-\x86][\x01-\x06]*")
 
-# harness/tracescan.c: Lazy's index and moot scan in C (its header says
+# harness/engine/tracescan.c: Lazy's index and moot scan in C (its header says
 # why). Loaded once, on first use; None where it was not built or is of
 # another build (its ABI number), and Lazy reads in Python alone.
 _TRACESCAN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
