@@ -291,10 +291,10 @@ def test_merge_exit_1_on_findings(tmp_path):
     assert "FINDING sed-baseline: not-durable" in m.stdout
 
 
-# ------------------------------------------- a real program: README's claim
+# --------------------------------------- a real program: the guide's claim
 
 def test_sed_audit_matches_readme(tmp_path):
-    """README "Auditing a program": GNU sed -i writes a temp file and
+    """docs/guide.md "Real programs": GNU sed -i writes a temp file and
     renames it with no fsync. Under posix a power cut after the rename can
     leave the target empty (torn) and, after sed exits, old (not-durable);
     under ext4-ordered the rename is ordered after the data
@@ -313,7 +313,7 @@ def test_sed_audit_matches_readme(tmp_path):
         ("sed-powerloss@fclose#4-posix", "torn"),
     }, failed
     assert (s["cases"], s["findings"]) == (38, 5)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "guide.md").read_text()
     assert "| `sed -i` (GNU sed 4.9) | atomic | 38 | 5 |" in readme
     for c in doc["cases"]:
         if c["passed"]:

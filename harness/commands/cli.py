@@ -219,7 +219,8 @@ def cmd_inject(args):
 
     PLAN := RULE (';' RULE)*, RULE := CALL ['(' GLOB ')'] '#' N ['+'] '='
     ACTION, ACTION := ERRNO-NAME | short[:BYTES] | crash | crash-after
-    (docs/design.md). N counts calls across the whole process tree.
+    (docs/reference.md, "Plans"). N counts calls across the whole process
+    tree.
 
     Exit status: the program's (128+N when it died of signal N, so a
     planned crash gives 137); 2 for a bad plan or command line (the

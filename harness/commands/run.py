@@ -202,7 +202,7 @@ def out_dir(args, default=DEFAULT_OUT):
 def cmd_run(args):
     """sweep workload specs: every call x fault x strategy, and power loss
 
-    Each SPEC (the format of workloads/specs/*.toml, README "Specs") is
+    Each SPEC (the format of workloads/specs/*.toml, docs/reference.md "Specs") is
     swept: a recorded baseline run, one case per traced call and fault
     class, one power-loss case per crash point and model. Reports go to
     --out (default results/): results.json, report.md, report.html,

@@ -7,7 +7,7 @@ which the replay lays over the content it last knew (docs/design.md,
 "Trace: JSON lines").  It cannot see the disk.  This module replays the trace
 against a model of what the storage stack is allowed to have kept, and at
 every crash point builds the directories a power cut could leave behind, as
-../shared/crash-model.md defines them.  The oracle judges each one.
+docs/crash-model.md defines them.  The oracle judges each one.
 
 Two models, chosen per run:
 

@@ -1,7 +1,7 @@
 """The oracle: one verdict per case, with a finding and an explanation.
 
 judge(Outcome) -> Verdict implements the verdict table of
-../shared/crash-model.md plus `harness-error`. The finding is one line with
+docs/crash-model.md plus `harness-error`. The finding is one line with
 the values (what was expected, what was found); the explanation is one or
 two sentences for a learner: what happened, why it loses data or hides an
 error, what to do instead.
