@@ -109,6 +109,10 @@ struct cc_rec {
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
 	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
+	/* the hooks' own (preload.c) */
+	long long pos;		/* write, writev: the descriptor's position before, -1 = none */
+	void *tofree;		/* freed after the line: a short writev's trimmed vector */
+	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
 };
 
 /* raw system calls: the library's own I/O is never intercepted or counted */

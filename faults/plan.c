@@ -18,9 +18,11 @@
 const struct call_info call_table[CALL__COUNT] = {
 #define CALL(name, point, faults, cls) [CALL_##name] = { #name, point, faults, cls },
 #define ALIAS(name, base)
+#define WRAP(...)
 #include "calls.def"
 #undef CALL
 #undef ALIAS
+#undef WRAP
 };
 
 static const struct {
@@ -29,9 +31,11 @@ static const struct {
 } alias_table[] = {
 #define CALL(name, point, faults, cls)
 #define ALIAS(name, base) { #name, CALL_##base },
+#define WRAP(...)
 #include "calls.def"
 #undef CALL
 #undef ALIAS
+#undef WRAP
 };
 
 static int name_is(const char *want, const char *name, size_t len)

@@ -35,9 +35,11 @@ enum call_class { C_DATA, C_SYNC, C_NAME, C_MAP, C_OTHER };
 enum call_id {
 #define CALL(name, point, faults, cls) CALL_##name,
 #define ALIAS(name, base)
+#define WRAP(...)
 #include "calls.def"
 #undef CALL
 #undef ALIAS
+#undef WRAP
 	CALL__COUNT
 };
 
