@@ -61,7 +61,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.judging import explorer
+from harness.judging import causes, explorer, oracle
 from harness.engine import spec as specmod, sweep, trace as tracemod  # noqa: E402
 
 CORPUS = ROOT / "fuzz" / "corpus"
@@ -160,7 +160,16 @@ class TraceTarget(Target):
             if r["ev"] in ("call", "crash"):
                 tracemod.format_call(r, base="/w", show_pid=True, root="/")
         sweep.targeted_calls(records, Path("/w"))
-        sweep.on_data_path(records, Path("/w"))
+        for r in calls:
+            if r.get("fault"):
+                causes.on_data_path(r, records)
+        # what a finding's cause looks up in a trace
+        for change in (("rename", "target"), ("unlink", "target"),
+                       ("create", "target"), ("data", "target"),
+                       ("sync-failure", "target"), ("overwrite", "target")):
+            causes.deciding_record(
+                oracle.Cause("fsync the file before renaming it", change=change),
+                records, base="/w")
         explorer.crash_points(records)
         return f"ok:{len(calls) > 0}:{len(records) > 3}"
 

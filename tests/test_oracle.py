@@ -105,15 +105,26 @@ CASES = [
      "crashed", ["SIGABRT", "no fault planned"], ["in the program itself"]),
 
     ("unreported-error-fsync",
-     eio(status=0, target=NEW, stderr=""), "unreported-error",
-     ["exited 0 after fsync#1=EIO", "Input/output error"],
-     ["fsync#1 failed with EIO (Input/output error)", "exited 0", "exit non-zero",
-      "Do not retry a failed fsync"]),
+     eio(status=0, target=NEW, stderr="", fault_path="target.tmp",
+         crash_states=[crash_state(OLD, True, "after exit, state 1")]),
+     "unreported-error",
+     ["exited 0 after fsync#1=EIO", "fsync#1 on 'target.tmp' failed with EIO "
+      "(Input/output error)", "crash state 'after exit, state 1'", "found the old content"],
+     ["fsync#1 on 'target.tmp' failed with EIO (Input/output error)", "exited 0",
+      "exit non-zero", "Do not retry a failed fsync", "power cut"]),
+    ("ignored-error-close",
+     eio(plan="close#2=EIO", status=0, target=NEW, stderr="", fault_path="target.tmp",
+         crash_states=[crash_state(NEW, True, "after exit, state 1")]),
+     "ignored-error",
+     ["exited 0 after close#2=EIO", "close#2 on 'target.tmp' failed with EIO",
+      "said nothing", "the crash state after its exit holds the new content"],
+     ["went on without a word", "no data was lost"]),
     ("unreported-error-enospc-write",
      eio(kind="enospc", plan="write#3+=ENOSPC", status=0, target=TORN), "unreported-error",
      ["write#3 failed with ENOSPC (No space left on device)"],
      ["write#3 failed with ENOSPC", "Check the result of every write"]),
-    ("unreported-error-silent-failure", eio(stderr=""), "unreported-error",
+    ("unreported-error-silent-failure", eio(stderr="", require_message=True),
+     "unreported-error",
      ["exited 1 after fsync#1=EIO without saying why (stderr is empty)"],
      ["printed nothing", "strerror(errno)"]),
     ("unreported-error-message-misses-errno",
@@ -246,7 +257,12 @@ def test_planned_crash_is_not_crashed():
 
 
 def test_unreported_error_beats_lost_update():
-    assert O.judge(eio(status=0, target=OLD)).verdict == "unreported-error"
+    # silent: the fault hid the loss
+    v = O.judge(eio(status=0, target=OLD, stderr=""))
+    assert v.verdict == "unreported-error"
+    assert "the target is not the new content: found the old content" in v.finding
+    # said something, and claimed success all the same
+    assert O.judge(eio(status=0, target=OLD)).verdict == "lost-update"
 
 
 def test_lost_update_beats_not_durable():
@@ -389,3 +405,196 @@ def test_strerror():
 ])
 def test_stderr_names_failure(stderr, name, call, named):
     assert O.stderr_names_failure(stderr, name, call) is named
+
+
+# ------------------------------------------- errors a program recovers from
+
+def recovered(**kw):
+    """fsync#1=EIO on the data path of a run that went on to exit 0."""
+    base = dict(status=0, target=NEW, fault_path="target.tmp",
+                stderr="writer: fsync 'target.tmp': Input/output error; "
+                       "writing it again\n",
+                crash_states=[crash_state(NEW, True, "after exit, state 1"),
+                              crash_state(NEW, True, "after exit, state 2")])
+    base.update(kw)
+    return eio(**base)
+
+
+def test_surfaced_and_recovered_is_ok_with_a_note():
+    v = O.judge(recovered())
+    assert v.verdict == "ok" and v.finding == "" and v.cause is None
+    assert v.note == ("recovered from fsync#1=EIO (said: writer: fsync 'target.tmp': "
+                      "Input/output error; writing it again)")
+
+
+def test_surfaced_but_not_durable_is_not_durable():
+    v = O.judge(recovered(crash_states=[crash_state(OLD, True, "after exit, state 1")]))
+    assert v.verdict == "not-durable"
+    assert v.cause.rule == "fsync the temporary file before renaming it"
+
+
+def test_silent_and_safe_is_ignored_error_ranked_below_data_loss():
+    v = O.judge(recovered(stderr=""))
+    assert v.verdict == "ignored-error"
+    assert v.cause == O.Cause("check what fsync returns", call="fsync#1")
+    assert O.VERDICTS.index("ignored-error") > max(
+        O.VERDICTS.index(x) for x in O.LOSES_DATA)
+    assert O.VERDICTS.index("ignored-error") > O.VERDICTS.index("gave-up-on-transient")
+    assert "ignored-error" in O.FINDINGS
+
+
+def test_silent_and_at_risk_is_unreported_error():
+    v = O.judge(recovered(stderr="", crash_states=[
+        crash_state(NEW, True, "after exit, state 1"),
+        crash_state(b"", True, "after exit, state 2")]))
+    assert v.verdict == "unreported-error"
+    assert "crash state 'after exit, state 2'" in v.finding
+    assert v.state == "after exit, state 2"
+
+
+def test_a_retried_fsync_is_judged_by_its_crash_states():
+    # fsync-retry: silent, but it repeated the call until it succeeded
+    v = O.judge(recovered(stderr="", fault_retried=True, crash_states=[
+        crash_state(OLD, True, "after exit, state 1")]))
+    assert v.verdict == "not-durable"
+    v = O.judge(recovered(stderr="", fault_retried=True, plan="write#2=EIO"))
+    assert v.verdict == "ok" and v.note == "recovered from write#2=EIO (retried write)"
+
+
+def test_a_retry_that_left_the_target_wrong_recovered_nothing():
+    # the next chunk written at the offset of the one that failed looks
+    # like a retry in the trace (same call, file and range)
+    v = O.judge(recovered(stderr="", fault_retried=True, plan="write#2=EIO",
+                          target=NEW[:B]))
+    assert v.verdict == "unreported-error"
+    assert "write#2 on 'target.tmp' failed with EIO" in v.finding
+    assert "the target is not the new content" in v.finding
+
+
+def test_a_fault_off_the_data_path_is_judged_by_the_outcome_alone():
+    off = dict(stderr="", fault_on_data_path=False, plan="close#1=EIO")
+    v = O.judge(recovered(**off))
+    assert (v.verdict, v.note) == ("ok", "")
+    v = O.judge(recovered(crash_states=[crash_state(OLD, True, "after exit, state 1")],
+                          **off))
+    assert v.verdict == "not-durable"
+    v = O.judge(recovered(target=OLD, **off))
+    assert v.verdict == "lost-update"
+
+
+def test_exit_non_zero_is_a_report_for_an_audited_program():
+    # vim -es exits 1 with an empty stderr
+    assert O.judge(eio(stderr="")).verdict == "ok"
+    assert O.judge(eio(stderr="", require_message=True)).verdict == "unreported-error"
+    # the teaching rule asks the built-in corpus for the call too
+    v = O.judge(eio(stderr="replace: write 'x': Input/output error", require_message=True))
+    assert v.verdict == "ok"        # names the error: the existing rule
+
+
+@pytest.mark.parametrize("stderr, errno_name, call, strict, seen", [
+    ("E667: Fsync failed", "EIO", "fsync#1", False, True),
+    ("E667: Fsync failed", "EIO", "fsync#1", True, False),
+    ("close failed in file object destructor", "EIO", "close#3", False, True),
+    ("close failed in file object destructor", "EIO", "fclose#1", False, True),
+    ("cannot write swap file", "EIO", "write#8", False, True),
+    ("warning: fsync is slow here", "EIO", "fsync#1", False, False),
+    ("done", "EIO", "fsync#1", False, False),
+    ("save: Input/output error", "EIO", "close#2", False, True),
+    ("", "EIO", "fsync#1", False, False),
+])
+def test_noticed(stderr, errno_name, call, strict, seen):
+    assert O.noticed(stderr, errno_name, call, strict) is seen
+
+
+# ------------------------------------------------- advice that fits the program
+
+@dataclass
+class Change:
+    kind: str
+    name: str
+    detail: str = ""
+
+
+@dataclass
+class FullState(State):
+    persisted: list = None
+    lost: list = None
+
+
+def test_advice_names_the_calls_the_program_made():
+    # a file created under its own name and never renamed
+    st = FullState("after exit, state 1", b"", True, "'target' data was never fsynced",
+                   "fsync the file before renaming it over the target",
+                   [], [Change("data", "target", "never fsynced")])
+    v = O.judge(outcome(kind="powerloss", old=None, crash_states=[st],
+                        calls=frozenset(("openat", "write", "close"))))
+    assert v.verdict == "not-durable"
+    assert "renam" not in v.explanation
+    assert "fsync the file after writing it" in v.explanation
+    assert v.cause.change == ("data", "target")
+    # the same state of a program that renamed keeps the explorer's rule
+    v = O.judge(outcome(kind="powerloss", old=None, crash_states=[st],
+                        calls=frozenset(("openat", "write", "rename"))))
+    assert "fsync the file before renaming it over the target" in v.explanation
+
+
+def test_a_journal_unlinked_without_a_directory_fsync():
+    # SQLite's rollback journal: the checker refuses the state; the
+    # explorer has no rule about the target, the lost unlink is the cause
+    st = FullState("after exit, state 3", NEW, True,
+                   "the unlink of 'kv.db-journal' did not persist", "",
+                   [], [Change("unlink", "kv.db-journal")])
+
+    @dataclass
+    class CState(FullState):
+        check: O.CheckResult | None = None
+    st = CState(**st.__dict__, check=O.CheckResult(1, "balance 100", "new"))
+    v = O.judge(outcome(contract="check", kind="powerloss", check=O.CheckResult(0, "", "new"),
+                        crash_states=[st], target_name="kv.db",
+                        calls=frozenset(("open", "pwrite", "fdatasync", "unlink"))))
+    assert v.verdict == "not-durable"
+    assert "renam" not in v.explanation
+    assert "fsync the directory after removing 'kv.db-journal'" in v.explanation
+    assert v.cause == O.Cause("fsync the directory after removing 'kv.db-journal'",
+                              change=("unlink", "kv.db-journal"))
+
+
+def test_a_forced_write_out_of_a_file_that_reached_the_disk_is_not_news():
+    why = ("'target' data reached the disk; the forced write-out of 'target' at the "
+           "rename did not happen; the rename 'target.tmp' -> 'target' did not persist")
+    st = FullState("after exit, state 2", OLD, True, why,
+                   "fsync the directory after the rename",
+                   [Change("data", "target")],
+                   [Change("flush", "target", "rename"),
+                    Change("rename", "target", "target.tmp")])
+    v = O.judge(outcome(kind="powerloss", crash_states=[st]))
+    assert v.verdict == "not-durable"
+    assert "forced write-out" not in v.explanation
+    assert "the rename 'target.tmp' -> 'target' did not persist" in v.explanation
+    assert v.cause.change == ("rename", "target")
+
+
+def test_a_forced_write_out_that_would_have_saved_data_is_said():
+    why = ("the forced write-out of 'target' at the rename did not happen; "
+           "'target' data was never fsynced")
+    st = FullState("after exit, state 2", b"", True, why,
+                   "fsync the file before renaming it over the target", [],
+                   [Change("flush", "target", "rename"),
+                    Change("data", "target", "never fsynced")])
+    v = O.judge(outcome(kind="powerloss", crash_states=[st]))
+    assert "the forced write-out of 'target' at the rename did not happen" in \
+        v.explanation
+
+
+def test_a_program_that_syncs_nothing_is_told_both_fsyncs():
+    # sed -i: the durable state lost the new entry; its data was never
+    # synced either
+    st = FullState("after exit, state 1", OLD, True, "the new entry 'target' did not persist",
+                   "fsync the directory after the rename", [], [Change("replace", "target")])
+    v = O.judge(outcome(kind="powerloss", crash_states=[st],
+                        calls=frozenset(("openat", "write", "fclose", "rename"))))
+    assert "fsync the file before renaming it over the target, and the directory " \
+           "after the rename" in v.explanation
+    v = O.judge(outcome(kind="powerloss", crash_states=[st],
+                        calls=frozenset(("openat", "write", "fsync", "rename"))))
+    assert v.explanation.endswith("fsync the directory after the rename.")

@@ -107,11 +107,8 @@ def cmd_merge(args):
                              f"enumerated {enumerated['cases']}")
         meta["enumerated"] = enumerated
     summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
-    for c in cases:
-        if not c["passed"]:
-            print(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding', '')}")
-            if c.get("reproduce"):
-                print(f"  reproduce: {c['reproduce']}")
+    for line in report.console_lines(cases, summary):
+        print(line)
     for line in summary["not_caught"]:
         print(f"NOT CAUGHT {line}")
     print("crashcheck: " + " ".join(report.summary_sentences(summary)))

@@ -423,18 +423,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tw = terminalreporter
     failed = [r for r in state.results if not r["passed"]]
-    for r in failed:
-        tw.line(f"FINDING {r['id']}: {r['verdict']}: {r['finding']}")
-        tw.line(f"  reproduce: {r['reproduce']}")
+    # one line per defect (findings grouped by root cause), its cases
+    # under it
+    for line in report.console_lines(state.results, state.summary):
+        tw.line(line)
     for line in state.not_caught:
         tw.line(f"NOT CAUGHT {line}")
     s = state.summary
     out = state.settings.out
     files = [out / "report.md", out / "report.html", out / "results.json",
              out / "junit.xml"]
+    defects = s.get("defects") or []
     tw.line(f"crashcheck: {len(state.results)} cases, {s.get('findings', 0)} "
-            f"findings, {len(failed)} failed, {len(state.not_caught)} variants "
-            f"not caught")
+            f"findings ({len(defects)} defect{'' if len(defects) == 1 else 's'}), "
+            f"{len(failed)} failed, {len(state.not_caught)} variants not caught")
     tw.line("crashcheck: reports: " + ", ".join(str(f) for f in files))
 
 

@@ -15,6 +15,7 @@ gets it. Both sides share only the work directory on disk.
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from .. import ROOT
 from . import calls, fullfs, pool, runner, trace
-from ..judging import explorer, oracle, payload
+from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
 KINDS = oracle.KINDS
@@ -636,12 +637,83 @@ def fault_retried(faulted, calls_after):
                for r in faulted)
 
 
-def on_data_path(records, watch):
-    """Whether a fired fault hit a call that touches the scratch directory
-    (the target, its temp file, the directory) or a whole-system sync: a
-    program that swallows such an error has lied about its data."""
-    return any(r.get("fault") and touches(r, watch)
-               for r in trace.calls(records))
+def on_data_path(faulted, out):
+    """Whether a fired fault hit a call on the data path (causes.
+    on_data_path) that touches the scratch directory (the target, its temp
+    files, the directory) or is a whole-system sync: a program that
+    swallows such an error put its data at risk, or broke the discipline
+    of checking errors. The run's whole trace is read for a close (what
+    its descriptor was opened for)."""
+    hit = [r for r in trace.calls(faulted)
+           if r.get("fault") and touches(r, out.workdir)]
+    return any(causes.on_data_path(r, out.records if r["call"] in
+                                   causes.CLOSE_CALLS | causes.STREAM_CALLS
+                                   else ()) for r in hit)
+
+
+def fault_path(faulted, out):
+    """The file the first faulted call hit, as the program named it
+    ("target.tmp"), for the finding; None when it has none."""
+    for r in trace.calls(faulted):
+        if r.get("fault"):
+            path = r.get("path")
+            if not path:
+                return None
+            return trace.short_path(path, str(out.workdir), str(out.scratch))
+    return None
+
+
+def call_names(records):
+    """The names of the calls a trace shows the program making, and
+    O_SYNC or O_DSYNC when a call carried that flag (its writes are
+    durable as they return): what the oracle's advice may speak of."""
+    names = set()
+    for r in records:
+        if r.get("ev") == "call" and "call" in r:
+            names.add(r["call"])
+            flags = r.get("flags")
+            if flags and ("O_SYNC" in flags or "O_DSYNC" in flags):
+                names.update(f for f in flags if f in ("O_SYNC", "O_DSYNC"))
+    return frozenset(names)
+
+
+# The verdicts of a run that claims success before its after-exit crash
+# states are judged: those states decide between them and data at risk.
+QUIET = ("ok", "ignored-error")
+
+
+def committed_before(judge, combo, out, faulted):
+    """Whether the new content was durable before the first faulted call
+    of OUT: the durable state of the crash point just before it (the
+    first state the explorer builds, crash-model.md's "the durable state
+    alone") holds it under every model of the sweep, so the call's failure
+    could not lose it (SQLite's checkpoint writes after its commit is in
+    the WAL). Judged as the contract asks of a state after success."""
+    seq = next((r["seq"] for r in trace.calls(faulted) if r.get("fault")), None)
+    if seq is None:
+        return False
+    # the records before it in the trace's order (a child's init record
+    # has seq 0, and its place in the file says when it started)
+    prefix = list(itertools.takewhile(
+        lambda r: not (r["ev"] == "call" and r["seq"] == seq), out.records))
+    if not prefix or prefix[0].get("ev") != "init" or len(prefix) == len(out.records):
+        return False
+    try:
+        points = explorer.explore_exit(
+            prefix, out.snapdir, judge.settings.models, target_name(combo.spec),
+            cap=judge.settings.cap, seed=judge.settings.seed, exit_ok=True,
+            blob_cache=out.blobs)
+    except explorer.ExplorerError:
+        return False
+    old, new = contents(combo)
+    for point in points.values():
+        durable = point.states[0]
+        if combo.spec.contract == "check":
+            if not judge.run_checker(combo, durable, True).ok:
+                return False
+        elif payload.classify(durable.target, old, new) != "new":
+            return False
+    return True
 
 
 def load_run(scratch):
@@ -675,6 +747,9 @@ class Judge:
         self.settings = settings
         self.combos = {c.prefix: c for c in combos(specs)}
         self._explored = {}
+        # combo prefix -> its baseline's call names; ("rename", prefix) ->
+        # the seq of its first rename over the target
+        self._calls = {}
         self.hold = False           # keep the last case's scratch (replay)
         self._work = None
         # Where fault cases run, one scratch reused case after case (the
@@ -711,6 +786,25 @@ class Judge:
             self._explored[key] = (out, self.explore(
                 out, model, out.run.status == 0, target_name(combo.spec)))
         return self._explored[key]
+
+    def baseline_calls(self, combo, out):
+        """call_names() of a combo's baseline, once per process."""
+        calls = self._calls.get(combo.prefix)
+        if calls is None:
+            calls = self._calls[combo.prefix] = call_names(out.records)
+        return calls
+
+    def first_rename(self, combo, out):
+        """The seq of the first rename over the target in a combo's
+        baseline OUT, or None; once per process."""
+        key = ("rename", combo.prefix)
+        if key not in self._calls:
+            name, base = target_name(combo.spec), str(out.workdir)
+            self._calls[key] = next(
+                (r["seq"] for r in trace.calls(out.records)
+                 if r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
+                 and causes.named(r.get("path2"), name, base)), None)
+        return self._calls[key]
 
     def states(self, combo, points, only_after_exit=False):
         """Crash states as the oracle wants them, with a checker verdict
@@ -779,12 +873,16 @@ class Judge:
         if case.kind == "powerloss":
             out, points = self.baseline_points(combo, case.model)
             self.last_out = out
-            st = self.states(combo, [points[case.point]])
+            point = points[case.point]
+            st = self.states(combo, [point])
+            renamed = self.first_rename(combo, out)
             verdict = oracle.judge(oracle.Outcome(
                 status=out.run.status, crash_states=st, **self.visible(combo, out),
-                **base))
+                target_name=target_name(combo.spec),
+                target_renamed=renamed is not None and renamed <= point.seq,
+                calls=self.baseline_calls(combo, out), **base))
             return self.result(case, combo, verdict, out, states=len(st),
-                                keep=False)
+                                keep=False, upto=point.seq)
         if case.kind == "baseline":
             out = load_run(self.work / combo.prefix)
             self.last_out = out
@@ -1030,28 +1128,38 @@ class Judge:
         if has_thin and run.timed_out and any(
                 r.get("thin") for r in excerpt_around(out, case.call)):
             return None
+        # a hard fault in a run that claims success: the oracle asks
+        # whether it hit the data path, and whether the program retried
+        hard_ok = run.status == 0 and case.kind in oracle.HARD
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
-            fault_on_data_path=on_data_path(faulted, out.workdir),
-            # what the oracle asks of a hard fault's run alone
+            fault_on_data_path=hard_ok and on_data_path(faulted, out),
+            fault_path=fault_path(faulted, out),
             fault_retried=fault_retried(faulted, out.calls_after)
-            if run.status == 0 and case.kind in oracle.HARD else False,
+            if hard_ok else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
                 r["ev"] == "crash" for r in faulted),
             timeout=timeout_of(combo, self.settings),
+            target_name=target_name(combo.spec),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
         if (lite or thin) and verdict.verdict not in ("ok", "skipped"):
             return None
-        judged, model = 0, None
+        if verdict.cause is not None and verdict.cause.change == (
+                "overwrite", target_name(combo.spec)):
+            # in place, or a whole temp file renamed over it too early?
+            facts["target_renamed"] = self.renamed_over(case, combo, out)
+            verdict = oracle.judge(oracle.Outcome(**facts))
+        judged, model, states = 0, None, []
         # A program that claims success is also judged at its after-exit
         # crash point, under each model: that is where a retried fsync or
-        # a missing directory fsync shows. The first model that finds
-        # something decides.
-        if verdict.ok and run.status == 0:
+        # a missing directory fsync shows, and whether an error the
+        # program did not check cost data (unreported-error) or not
+        # (ignored-error). The first model that finds more decides.
+        if verdict.verdict in QUIET and run.status == 0:
             records = out.for_exit()
             if thin and not thin_unread(records):
                 return None
@@ -1066,21 +1174,37 @@ class Judge:
                 if not thin:
                     raise
                 return None
+            facts["calls"] = call_names(records)
+            first = None
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
                 judged += len(states)
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
-                if not verdict.ok:
+                if first is None:
+                    first = (verdict, states)
+                if verdict.verdict not in QUIET:
                     model = m
                     break
+            else:
+                if first is not None:
+                    verdict, states = first
             if thin and not verdict.ok:
                 return None
+            if verdict.verdict == "ignored-error" and committed_before(
+                    self, combo, out, faulted):
+                # the new content was durable before the faulted call:
+                # its failure could not lose it, off the data path
+                facts["fault_on_data_path"] = False
+                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
         return self.result(case, combo, verdict, out, states=judged,
                            model=model, keep=keep)
 
-    def result(self, case, combo, verdict, out, states, model=None, keep=False):
+    def result(self, case, combo, verdict, out, states, model=None, keep=False,
+               upto=None):
         """The case's entry of results.json (docs/design.md), and for a
-        finding (or with --keep) its directory under results/cases/."""
+        finding (or with --keep) its directory under results/cases/.
+        UPTO is the seq of a power-loss case's crash point: the deciding
+        call of its state was made at or before it."""
         spec = combo.spec
         expected = [e for e in spec.expect if e.applies(
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
@@ -1110,6 +1234,8 @@ class Judge:
                 excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
             fired = [{"rule": f.rule, "count": f.count}
                      for f in trace.fired(out.faulted(), plan_rules(case.plan))]
+        cause, location, text = self.cause(case, combo, verdict, out, upto) \
+            if finding else (None, None, verdict.finding)
         res = {
             "id": case.id,
             "workload": spec.name,
@@ -1124,9 +1250,12 @@ class Judge:
             "verdict": verdict.verdict,
             "passed": passed,
             "expected": [expect_dict(e) for e in expected],
-            "finding": verdict.finding,
+            "finding": text,
             "explanation": verdict.explanation,
             "state": verdict.state,
+            "note": verdict.note,
+            "cause": cause,
+            "location": location,
             "reproduce": reproduce(spec, case),
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -1143,6 +1272,55 @@ class Judge:
                 [fmt(r) for r in trace.steps(out.records)],
                 combo)
         return res
+
+
+    def renamed_over(self, case, combo, out):
+        """Whether the program renamed a file over the target before it
+        stopped: in OUT's trace, or for a lite run (whose trace starts at
+        its fault) in its baseline's before the faulted call."""
+        records = out.records
+        base = str(out.workdir)
+        name = target_name(combo.spec)
+        if out.trace_from is not None:
+            baseline = load_run(self.work / combo.prefix)
+            found = any(r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
+                        and r["seq"] < case.at and causes.named(
+                            r.get("path2"), name, str(baseline.workdir))
+                        for r in trace.calls(baseline.records))
+            if found:
+                return True
+        return any(r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
+                   and causes.named(r.get("path2"), name, base)
+                   for r in trace.calls(records))
+
+    def cause(self, case, combo, verdict, out, upto):
+        """(cause entry, location, finding) of a finding (causes.describe):
+        the deciding call found in OUT's trace, symbolized where the trace
+        says where it was made, and the finding naming that place."""
+        if verdict.cause is None:
+            return None, None, verdict.finding
+        rec, base = None, None
+        if out is not None:
+            # a call cause needs only the faulted records; a change, the
+            # calls before it: a lite run's trace starts at its fault, and
+            # its program made the calls before as its baseline did
+            records, base = (), str(out.workdir)
+            if not verdict.cause.call:
+                records = out.records
+                if out.trace_from is not None:
+                    baseline = load_run(self.work / combo.prefix)
+                    records, base, upto = baseline.records, \
+                        str(baseline.workdir), case.at
+            rec = causes.deciding_record(verdict.cause, records,
+                                         faulted=out.faulted(), base=base, upto=upto)
+        location = symbols.location(rec.get("at")) if rec is not None else None
+        entry, location = causes.describe(
+            combo.spec.name, verdict.verdict, verdict.cause, rec, base=base,
+            location=location)
+        text = verdict.finding
+        if location is not None:
+            text += f" ({entry['call']} at {location['text']})"
+        return entry, location, text
 
 
 EXCERPT_LINES = 40

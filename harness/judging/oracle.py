@@ -21,12 +21,20 @@ otherwise):
  5. harness-error      a baseline or power-loss run (no fault planned) that
                        did not exit 0: nothing after it can be judged, and
                        the sweep's trace came from a failing run.
-    Then, for a program that exited 0 (it claims success):
- 6. unreported-error   a hard fault (ENOSPC, EIO) fired on a data-path call
-                       and the program did not repeat that call until it
-                       succeeded (a retry is judged by its results: the
-                       crash states show a retried fsync as not-durable,
-                       the fsyncgate rule).
+    Then, for a program that exited 0 (it claims success) after a hard
+    fault (ENOSPC, EIO) fired on a data-path call (crash-model.md, "Where
+    a run starts, and which calls are on the data path"): the program
+    *noticed* it when its stderr names the error (noticed()) or it
+    repeated the failed call until it succeeded (a retry: the program saw
+    the error; whether the retry saved the data is for the crash states to
+    say, which is where a retried fsync shows, the fsyncgate rule). A
+    fault off the data path is judged by the outcome alone (7, 10, 12).
+ 6. unreported-error   a fault the program said nothing about, and the
+                       visible target is not the new content: the data is
+                       lost and the user was told it is safe (a retry
+                       that left the target wrong recovered nothing: the
+                       next chunk written where a failed one was to go
+                       looks like a retry in the trace).
  7. lost-update        the visible target is not the new content (check
                        contract: the checker, told CRASHCHECK_EXPECT=new,
                        rejects the visible state).
@@ -42,17 +50,31 @@ otherwise):
                        order given (crash points are chronological): a
                        state after the program claimed success must hold
                        the new content (not-durable otherwise); a state
-                       before it must satisfy the contract as in 9.
-11. unreported-error   a failed run that did not say why: empty stderr, or
-                       (Outcome.require_message, set by the sweep for the
-                       built-in workloads) a message that does not name the
-                       error (stderr_names_failure). crash-model.md has no
-                       verdict of its own for this; the error is hidden from
-                       the user just as when the program exits 0, so it is
-                       the same verdict, with a finding that says which.
-                       It comes after the data checks: lost data is the
-                       graver finding when both apply.
-12. ok
+                       before it must satisfy the contract as in 9. A
+                       fault nobody noticed that left such a state is
+                       unreported-error instead of not-durable.
+11. unreported-error   for the built-in corpus only (Outcome.require_message,
+                       the teaching rule): a failed run whose stderr does
+                       not name the error (stderr_names_failure). Any other
+                       program that exits non-zero has reported its failure,
+                       message or not. It comes after the data checks: lost
+                       data is the graver finding when both apply.
+12. ignored-error      a data-path fault nobody noticed, with every crash
+                       state judged holding the new content: a breach of
+                       error-checking discipline, no data lost this time.
+                       The sweep judges these with the after-exit crash
+                       states, and with none it could not say: it asks
+                       again with them (and asks whether the new content
+                       was durable before the faulted call, which takes
+                       the call off the data path).
+13. ok                 with a note ("recovered from fsync#1=EIO") when a
+                       data-path fault was noticed and the data came
+                       through all the same.
+
+Every verdict but ok, skipped and harness-error carries a `cause` (the
+defect behind it, what reports group cases by: the rule broken and the
+call or change that decided it, see Cause) and the finding names the file
+the faulted call hit.
 
 Crash states: judge() accepts any objects with the attributes `label` (str:
 crash point and state, e.g. "after rename#1: durable only"), `target`
@@ -70,10 +92,20 @@ import signal as signal_mod
 from dataclasses import dataclass, field
 
 from . import payload
+from .explorer import RULE_IN_PLACE
 
-VERDICTS = ("ok", "unreported-error", "lost-update", "torn", "missing",
-            "not-durable", "gave-up-on-transient", "crashed", "hang", "skipped",
-            "harness-error")
+RULE_KEEP_TARGET = "never remove the target before its replacement is in place"
+RULE_WHOLE_BEFORE_RENAME = ("write the whole temporary file (flush its stream), "
+                            "fsync it, and only then rename it over the target")
+
+# In the order reports rank them: the verdicts that lose data first, then
+# those of a program that failed or died, then ignored-error (discipline
+# broken, no data lost this time), then the cases that judged nothing.
+VERDICTS = ("ok", "lost-update", "missing", "torn", "not-durable",
+            "unreported-error", "crashed", "hang", "gave-up-on-transient",
+            "ignored-error", "skipped", "harness-error")
+# The verdicts that mean the user's data was lost or put at risk.
+LOSES_DATA = ("lost-update", "missing", "torn", "not-durable", "unreported-error")
 # The verdicts a buggy variant can be caught by (spec `expect`).
 FINDINGS = tuple(v for v in VERDICTS if v not in ("ok", "skipped", "harness-error"))
 KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
@@ -112,6 +144,8 @@ class Outcome:
     plan: str = ""                      # "fsync#1=EIO"; "" for baseline/powerloss
     fault_fired: bool = False           # the trace shows the planned fault firing
     fault_on_data_path: bool = False    # a fired hard fault hit a data-path call
+    fault_path: str | None = None       # the file the faulted call hit, as the
+                                        # program named it ("target.tmp")
     fault_retried: bool = False         # the failed call was later repeated
                                         # on the same file and succeeded (read
                                         # only for a run that exited 0, so the
@@ -127,7 +161,16 @@ class Outcome:
     target: bytes | None = None         # visible target content after the run
     check: CheckResult | None = None    # checker on the visible state (check contract)
     crash_states: list = field(default_factory=list)  # see the module docstring
-    require_message: bool = False       # a failure must name the error in stderr
+    target_name: str = "target"         # the target's file name in the states
+    target_renamed: bool = False        # a file was renamed over the target
+                                        # before the visible state was taken
+                                        # (a power-loss case: before its point)
+    calls: frozenset | None = None      # names of the calls the program made,
+                                        # and O_SYNC/O_DSYNC if it used them
+                                        # (None: not known), so that advice
+                                        # names only those
+    require_message: bool = False       # the built-in corpus: a failure must
+                                        # name the call and the error in stderr
 
     def __post_init__(self):
         if self.contract not in CONTRACTS:
@@ -151,11 +194,28 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Cause:
+    """The defect behind a finding, as reports group cases by it: the
+    rule broken and what decided the verdict. Cases with the same verdict,
+    rule and deciding call site (sweep.cause_key) are one defect."""
+    rule: str                   # the rule broken, short: "check what fsync returns"
+    call: str | None = None     # the deciding call's coordinate: "fsync#1"
+    change: tuple | None = None  # a crash state's deciding lost change:
+                                # (kind, name) of explorer.Change, e.g.
+                                # ("unlink", "kv.db-journal"); or
+                                # ("overwrite", target): where the program
+                                # started writing over the target itself
+
+
+@dataclass(frozen=True)
 class Verdict:
     verdict: str
     finding: str = ""           # one line with the values
     explanation: str = ""       # for a learner: what, why it matters, what to do
     state: str = ""             # label of the crash state that decided, if one did
+    cause: Cause | None = None  # the defect behind a finding (None for ok,
+                                # skipped, harness-error)
+    note: str = ""              # for an ok: "recovered from fsync#1=EIO ..."
 
     @property
     def ok(self):
@@ -187,6 +247,57 @@ def stderr_names_failure(stderr, errno_name, call=None):
     return True
 
 
+# A call's name as a program may write it in its own message: "fclose"
+# fails inside "close", "fdatasync" is a "sync" to vim ("E667: Fsync
+# failed").
+_CALL_ALIASES = {
+    "fclose": ("close",), "fflush": ("flush", "write"), "fwrite": ("write",),
+    "fputs": ("write",), "fputc": ("write",), "fprintf": ("write",),
+    "pwrite": ("write",), "writev": ("write",), "pwritev": ("write",),
+    "pwritev2": ("write",), "fdatasync": ("fsync", "sync"),
+    "fsync": ("sync",), "msync": ("sync",), "syncfs": ("sync",),
+    "renameat": ("rename",), "renameat2": ("rename",),
+    "unlinkat": ("unlink", "remove", "delete"), "unlink": ("remove", "delete"),
+    "ftruncate": ("truncate",), "posix_fallocate": ("fallocate",),
+    "openat": ("open",), "creat": ("open", "create"), "fopen": ("open",),
+}
+_FAILURE_WORDS = re.compile(r"\b(fail\w*|error\w*|cannot|can't|unable|could "
+                            r"not|couldn't|not written|lost)\b")
+
+
+def noticed(stderr, errno_name, call, strict=False):
+    """Whether a program that went on after a fault said so on stderr.
+
+    The built-in corpus (strict) must name the call and the error
+    (stderr_names_failure). Any other program has noticed when its stderr
+    names the error (strerror's text or the symbol), or names the call
+    (or a word for it, _CALL_ALIASES) on a line that says something
+    failed: "E667: Fsync failed", "close failed in file object
+    destructor".
+    """
+    if not stderr or not errno_name:
+        return False
+    if strict:
+        return stderr_names_failure(stderr, errno_name, call)
+    if stderr_names_failure(stderr, errno_name):
+        return True
+    if not call:
+        return False
+    base = call.split("#")[0]
+    words = (base,) + _CALL_ALIASES.get(base, ())
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")", re.I)
+    return any(pattern.search(line) and _FAILURE_WORDS.search(line.lower())
+               for line in stderr.splitlines())
+
+
+def _naming_line(stderr, errno_name, call):
+    """The first stderr line that says what failed (for a note)."""
+    for line in (stderr or "").splitlines():
+        if line.strip() and noticed(line, errno_name, call):
+            return line.strip()
+    return _first_line(stderr)
+
+
 def _first_line(text):
     for line in (text or "").splitlines():
         if line.strip():
@@ -201,15 +312,27 @@ def _signame(sig):
         return f"signal {sig}"
 
 
+def _on(o):
+    """" on 'target.tmp'" when the faulted call's file is known."""
+    return f" on '{o.fault_path}'" if o.fault_path else ""
+
+
 def _fault(o):
-    """'fsync#1=EIO' as words: "fsync#1 failing with EIO (Input/output error)"."""
+    """'fsync#1=EIO' as words: "fsync#1 on 'target.tmp' failing with EIO
+    (Input/output error)"."""
     action = o.plan.split(";")[0].partition("=")[2]
     if o.kind == "short" or action.startswith("short"):
-        return f"a short {o.call}"
+        return f"a short {o.call}{_on(o)}"
     name = o.errno_name
     if name:
-        return f"{o.call} failing with {name} ({strerror(name)})"
+        return f"{o.call}{_on(o)} failing with {name} ({strerror(name)})"
     return o.plan
+
+
+def _failed(o):
+    """"fsync#1 on 'target.tmp' failed with EIO (Input/output error)"."""
+    name = o.errno_name
+    return f"{o.call}{_on(o)} failed with {name} ({strerror(name)})"
 
 
 def _sync_call(call):
@@ -293,13 +416,13 @@ _CALL_WORDS = frozenset((
     "posix_fallocate", "sync", "syncfs", "sync_file_range"))
 
 
-def _torn_text(o, verdict, st=None):
+def _torn_text(o, verdict, st=None, rule="", why=""):
     if st is not None:
         left = "absent" if verdict == "missing" else "neither old nor new"
-        fix = _sentence(st.rule) or ("Write a temporary file, fsync it, rename it over the "
-                          "target, then fsync the directory.")
+        fix = _sentence(rule) or ("Write a temporary file, fsync it, rename it over the "
+                                  "target, then fsync the directory.")
         return (f"A power cut at this point ({st.label}) leaves the target "
-                f"{left}{_because(st.why)} {fix}")
+                f"{left}{_because(why)} {fix}")
     if verdict == "missing":
         return (f"{_when(o)} the target is gone, so both the old and the new version "
                 "are lost. Never remove or truncate the target first: write a temporary "
@@ -318,26 +441,160 @@ def _lost_update_text(o):
                   "call returned."),
         "eintr": (f"{o.call} was interrupted (EINTR) and the data was dropped instead "
                   "of written again: retry interrupted calls."),
-    }.get(o.kind, "Check the write loop (every byte, at the right offset), the length "
-                  "given to truncate or the temporary file, and what gets renamed.")
+    }.get(o.kind)
+    if hint is None and o.kind in HARD and o.plan:
+        hint = (f"{_failed(o)} and the program said so, yet it exited 0: a failure "
+                "that leaves the file without its new content must end in a non-zero "
+                "exit.")
+    if hint is None:
+        hint = ("Check the write loop (every byte, at the right offset), the length "
+                "given to truncate or the temporary file, and what gets renamed.")
     return ("The program reported success but the file does not hold what it was "
             "asked to write, so the user's data is silently lost. " + hint)
 
 
-def _unreported_text(o):
-    name = o.errno_name
-    text = (f"{o.call} failed with {name} ({strerror(name)}), yet the program exited 0, "
-            "so whoever ran it believes the data is safe. Check the result of every write, "
-            "fflush, fsync and close, and exit non-zero with a message naming the call and "
-            "strerror(errno).")
+def _unreported_text(o, lost=""):
+    """What a silent data-path fault means; LOST says what it cost, as the
+    start of a sentence, when the data was lost or put at risk."""
+    text = (f"{_failed(o)}, yet the program exited 0 without a word, so whoever ran "
+            "it believes the data is safe.")
+    if lost:
+        text += f" {lost}"
+    text += (" Check the result of every write, fflush, fsync and close, and exit "
+             "non-zero with a message naming the call and strerror(errno).")
     if _sync_call(o.call):
         call = o.call.split("#")[0]
         text += (f" Do not retry a failed {call}: Linux drops the dirty pages it "
-                 "covered, so a retry succeeds without writing them.")
+                 "covered, so a retry succeeds without writing them; write the data "
+                 "again from the program's own copy into a fresh file instead.")
     return text
 
 
-def _crash_state_verdict(o, succeeded):
+def _check_rule(o):
+    """The rule a silent fault breaks, for grouping: "check what fsync returns"."""
+    return f"check what {o.call.split('#')[0]} returns"
+
+
+# Kinds of explorer.Change: a name in a directory, or a file's data.
+_DIR_CHANGES = ("create", "link", "replace", "rename", "unlink")
+_DATA_CHANGES = ("data", "blocks", "size", "flush")
+# explorer's rules (explorer.RULE_*) whose deciding change is a name
+_DIR_RULE_WORDS = ("fsync the directory", "rename the new file over the target in one step")
+
+
+def _change_fields(c):
+    return getattr(c, "kind", None), getattr(c, "name", None), getattr(c, "detail", "")
+
+
+def _deciding_change(st, rule, target):
+    """(kind, name) of the change a failing state lost that its rule is
+    about: the target's name for a directory rule, the target's data for
+    a data rule (its sync failure for a failed sync), else the first
+    lost change of that sort; None when the state does not say."""
+    rule = (rule or "").lower()
+    if "in place" in rule:
+        return ("overwrite", target)
+    lost = [_change_fields(c) for c in getattr(st, "lost", None) or ()]
+    if not lost:
+        return None
+    if any(w in rule for w in _DIR_RULE_WORDS):
+        kinds = _DIR_CHANGES
+    elif "fsync fails" in rule or "msync" in rule:
+        kinds = ("sync-failure",) + _DATA_CHANGES
+    else:
+        kinds = _DATA_CHANGES + ("sync-failure",) + _DIR_CHANGES
+    for want_target in (True, False):
+        for kind in kinds:
+            for k, name, _ in lost:
+                if k == kind and (name == target or not want_target):
+                    return (k, name)
+    return (lost[0][0], lost[0][1])
+
+
+def _derived_rule(o, st, calls, fallback=True):
+    """A rule for a failing state the explorer gave none (a checker
+    contract: the state the checker refused is not about the target file
+    alone), from what the state lost and the calls the program made:
+    SQLite commits by unlinking its journal, so the fix is a directory
+    fsync after the unlink, not one "before renaming"."""
+    for k, name, detail in (_change_fields(c) for c in getattr(st, "lost", None) or ()):
+        if k == "unlink":
+            return f"fsync the directory after removing '{name}'"
+        if k == "rename":
+            return f"fsync the directory after renaming '{detail}' to '{name}'"
+        if k in ("create", "link", "replace"):
+            return f"fsync the directory after creating '{name}'"
+    for k, name, _ in (_change_fields(c) for c in getattr(st, "lost", None) or ()):
+        if k in _DATA_CHANGES:
+            return f"fsync '{name}' after writing it, before exiting 0"
+        if k == "sync-failure":
+            return ("after fsync fails, the data it covered is lost: rewrite it "
+                    "from a copy (or report the error), never retry fsync and "
+                    "claim success")
+    if not fallback:
+        return ""
+    if o.contract == "in-place":
+        return "call fsync (or fdatasync) on the file and check it before exiting 0"
+    if calls is not None and not calls & _RENAME_CALLS:
+        if calls & _UNLINK_CALLS:
+            return "fsync the file, and the directory after the unlink, before exiting 0"
+        return "call fsync on the file (and on the directory of a new one) before exiting 0"
+    return ("call fsync on the file before renaming it, and on the directory after "
+            "the rename, before exiting 0")
+
+
+_RENAME_CALLS = frozenset(("rename", "renameat", "renameat2"))
+_UNLINK_CALLS = frozenset(("unlink", "unlinkat"))
+# a program that makes none of these, nor opens a file O_SYNC or O_DSYNC,
+# syncs nothing
+_FILE_SYNCS = frozenset(("fsync", "fdatasync", "msync", "sync", "syncfs",
+                         "sync_file_range", "O_SYNC", "O_DSYNC"))
+_DIR_AFTER_RENAME = "fsync the directory after the rename"
+_BOTH_AROUND_RENAME = ("fsync the file before renaming it over the target, and the "
+                       "directory after the rename: the program syncs nothing")
+# explorer.RULE_FSYNC_BEFORE_RENAME and RULE_FSYNC_FILE, as it words them
+_BEFORE_RENAME = "fsync the file before renaming it over the target"
+_AFTER_WRITING = "fsync the file after writing it, before reporting success"
+
+
+def _fitted_rule(o, st, calls, fallback=True):
+    """The state's rule, fitted to the calls the program made (Outcome.calls):
+    a file the program created under its final name and never renamed
+    gets no advice about renaming it. Without one from the explorer, one
+    derived from the state (with FALLBACK, a general one at worst)."""
+    rule = (getattr(st, "rule", "") or "").strip().rstrip(".")
+    if not rule:
+        return _derived_rule(o, st, calls, fallback)
+    if rule == _BEFORE_RENAME and calls is not None and not calls & _RENAME_CALLS:
+        return _AFTER_WRITING
+    if rule == _DIR_AFTER_RENAME and calls is not None and not calls & _FILE_SYNCS:
+        # the lost entry is the one step the state shows; a program that
+        # syncs nothing misses the file's fsync too
+        return _BOTH_AROUND_RENAME
+    return rule
+
+
+def _why(st):
+    """The state's account of what persisted and what did not, without a
+    lost forced write-out (ext4's auto_da_alloc at a rename or close) of
+    a file none of whose data the state lost: an fsync had made it
+    durable, so that loss changed nothing, and saying it did not happen
+    reads as if the data were gone."""
+    why = getattr(st, "why", "") or ""
+    if "forced write-out" not in why:
+        return why
+    lost_data = {_change_fields(c)[1] for c in getattr(st, "lost", None) or ()
+                 if _change_fields(c)[0] in ("data", "blocks", "size")}
+    flushes = {_change_fields(c)[1] for c in getattr(st, "lost", None) or ()
+               if _change_fields(c)[0] == "flush"}
+    moot = flushes - lost_data
+    keep = [part for part in why.split("; ")
+            if not any(part.startswith(f"the forced write-out of '{name}'")
+                       for name in moot)]
+    return "; ".join(keep)
+
+
+def _crash_state_verdict(o, succeeded, silent):
     failing = []
     for st in o.crash_states:
         claimed = bool(st.claimed) and succeeded
@@ -350,20 +607,40 @@ def _crash_state_verdict(o, succeeded):
     also = f" ({len(failing)} of {len(o.crash_states)} crash states fail)" \
         if len(failing) > 1 else ""
     finding = f"crash state '{st.label}': expected {_expected(o, claimed)}, found {found}{also}"
-    if verdict == "not-durable":
-        if st.rule:
-            rule = _sentence(st.rule)
-        elif o.contract == "in-place":
-            rule = "Call fsync (or fdatasync) on the file and check it before exiting 0."
+    rule = _fitted_rule(o, st, o.calls, fallback=verdict == "not-durable")
+    target = o.target_name
+    why = _why(st)
+    change = _deciding_change(st, rule, target)
+    if change is None and verdict == "torn":
+        # a state as torn as what a read saw then: the program had
+        # renamed an incomplete file over the target, or was writing
+        # over the target itself
+        if o.target_renamed:
+            rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
         else:
-            rule = ("Call fsync on the file before renaming it, and on the directory "
-                    "after the rename, before exiting 0.")
+            change = ("overwrite", target)
+    cause = Cause(rule=rule or (RULE_KEEP_TARGET if verdict == "missing" else
+                                RULE_IN_PLACE if change == ("overwrite", target)
+                                else "write a temporary file, fsync it, rename it"),
+                  change=change)
+    if verdict == "not-durable":
         explanation = (f"The program exited 0, so it claimed the new content was safe, "
                        f"but a power cut at this point ({st.label}) loses it"
-                       f"{_because(st.why)} {rule}")
+                       f"{_because(why)} {_sentence(rule)}")
+        if silent:
+            # the fault nobody noticed is what put the data at risk
+            cause = Cause(rule=_check_rule(o), call=o.call)
+            return Verdict(
+                "unreported-error",
+                f"exited 0 after {o.plan}: {_failed(o)}, and {finding}",
+                " ".join(_unreported_text(
+                    o, f"A power cut after it exited ({st.label}) loses the new "
+                       f"content{_because(why)}").split()),
+                state=st.label, cause=cause)
     else:
-        explanation = _torn_text(o, verdict, st)
-    return Verdict(verdict, finding, " ".join(explanation.split()), state=st.label)
+        explanation = _torn_text(o, verdict, st, rule, why)
+    return Verdict(verdict, finding, " ".join(explanation.split()), state=st.label,
+                   cause=cause)
 
 
 def judge(o):
@@ -399,7 +676,9 @@ def judge(o):
             "hang", f"still running after {limit}{under}; its process group was killed",
             f"The program did not finish within {limit}. A loop that retries a "
             "persistent error never ends (a full disk stays full, EIO does not heal): "
-            "retry only EINTR and short writes, and fail with a message on anything else.")
+            "retry only EINTR and short writes, and fail with a message on anything else.",
+            cause=Cause("retry only EINTR and short writes; fail on anything else",
+                        call=o.call or None))
 
     # 4. crashed
     if o.signal is not None and not o.harness_killed:
@@ -420,7 +699,8 @@ def judge(o):
         return Verdict(
             "crashed", f"killed by {name} (signal {o.signal}){under}",
             f"The program died of {name}, a signal the harness did not send: a bug"
-            f"{where}. {hint}")
+            f"{where}. {hint}",
+            cause=Cause(f"do not die of {name}", call=o.call or None))
     if o.signal is None and o.status is None:
         raise ValueError("outcome: neither an exit status nor a signal")
 
@@ -436,25 +716,38 @@ def judge(o):
             "it means anything. Fix the workload or the environment until the "
             "baseline run exits 0.")
 
+    # A hard fault on the data path of a run that claims success: did the
+    # program notice it (said so, or repeated the call until it worked)?
+    on_path = succeeded and fired and o.kind in HARD and o.fault_on_data_path
+    quiet = on_path and not noticed(o.stderr, o.errno_name, o.call,
+                                    strict=o.require_message)
+    # a retry is noticing the error too, but one that left the visible
+    # target wrong recovered nothing: a write that "retried" may well have
+    # been the next chunk at the same offset
+    silent = quiet and not o.fault_retried
+
     if succeeded:
-        # 6. a hard fault swallowed
-        # A program that repeated the failed call until it succeeded did
-        # not ignore the error: whether the retry really recovered the
-        # data is for the crash states to say (a retried write that
-        # rewrote the data did; a retried fsync did not, on Linux).
-        if fired and o.kind in HARD and o.fault_on_data_path \
-                and not o.fault_retried:
-            return Verdict("unreported-error",
-                           f"exited 0 after {o.plan}: {o.call} failed with "
-                           f"{o.errno_name} ({strerror(o.errno_name)})",
-                           _unreported_text(o))
-        # 7. success claimed, new content not there
+        # 6./7. success claimed, new content not there
         bad = _visible_failure(o, claimed=True)
+        if bad is not None and quiet:
+            return Verdict(
+                "unreported-error",
+                f"exited 0 after {o.plan}: {_failed(o)}, and the target is not the "
+                f"new content: found {bad[1]}",
+                " ".join(_unreported_text(
+                    o, "The target does not hold what the program was asked to "
+                       "write: the data is lost.").split()),
+                cause=Cause(_check_rule(o), call=o.call))
         if bad is not None:
             under = f" after {o.plan}" if o.plan else ""
+            rule = {"short": "loop until every byte is written",
+                    "eintr": "retry a call interrupted by EINTR"}.get(
+                o.kind, f"exit non-zero when {o.call.split('#')[0]} fails"
+                if on_path else "write the new content in full")
             return Verdict("lost-update",
                            f"exited 0{under} but expected {_expected(o, True)}, "
-                           f"found {bad[1]}", _lost_update_text(o))
+                           f"found {bad[1]}", _lost_update_text(o),
+                           cause=Cause(rule, call=o.call or None))
     elif not crashed_by_plan:
         # 8. gave up on a transient fault
         if fired and o.kind in TRANSIENT:
@@ -462,16 +755,19 @@ def judge(o):
             bad = _visible_failure(o, claimed=False)
             also = f"; the target was left {bad[0]}: {bad[1]}" if bad else ""
             if o.kind == "short":
-                what = (f"{o.call} wrote fewer bytes than asked (a short write), which "
-                        "any write may do and which is not an error, and the program "
-                        "gave up. Loop until every byte is written, advancing by what "
-                        "each call returned.")
+                what = (f"{o.call}{_on(o)} wrote fewer bytes than asked (a short write), "
+                        "which any write may do and which is not an error, and the "
+                        "program gave up. Loop until every byte is written, advancing "
+                        "by what each call returned.")
+                rule = "continue after a short write"
             else:
-                what = (f"{o.call} was interrupted by a signal (EINTR) before writing "
-                        "anything, which is not an error, and the program gave up. "
-                        "Retry the call (or install signal handlers with SA_RESTART).")
+                what = (f"{o.call}{_on(o)} was interrupted by a signal (EINTR) before "
+                        "writing anything, which is not an error, and the program gave "
+                        "up. Retry the call (or install signal handlers with SA_RESTART).")
+                rule = "retry a call interrupted by EINTR"
             return Verdict("gave-up-on-transient",
-                           f"exited {o.status} after {o.plan}: {line}{also}", what)
+                           f"exited {o.status} after {o.plan}: {line}{also}", what,
+                           cause=Cause(rule, call=o.call))
 
     # 9. the visible state after a failure or a planned crash
     if not succeeded:
@@ -480,26 +776,39 @@ def judge(o):
             verdict, found = bad
             how = "was killed at" if crashed_by_plan else f"exited {o.status} after"
             what = o.call if crashed_by_plan else o.plan
+            rule = RULE_KEEP_TARGET if verdict == "missing" else RULE_IN_PLACE
+            # whichever call failed, the defect is where the program
+            # started on the target itself
+            change = ("unlink" if verdict == "missing" else "overwrite", o.target_name)
+            text = _torn_text(o, verdict)
+            if verdict == "torn" and o.target_renamed:
+                # a temp file and a rename, but the file was not whole
+                rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", o.target_name)
+                text = (f"{_when(o)} the target holds neither the old nor the new "
+                        "version: the program renamed a file over it before that "
+                        f"file held all of the new content. {_sentence(rule)}")
             return Verdict(verdict,
                            f"{how} {what}: expected {_expected(o, False)}, found {found}",
-                           _torn_text(o, verdict))
+                           text, cause=Cause(rule, change=change))
 
     # 10. the power-loss crash states
-    v = _crash_state_verdict(o, succeeded)
+    v = _crash_state_verdict(o, succeeded, silent)
     if v is not None:
         return v
 
-    # 11. a failure that does not say what failed
-    if not succeeded and not crashed_by_plan:
+    # 11. the built-in corpus: a failure that does not say what failed
+    if not succeeded and not crashed_by_plan and o.require_message:
+        name = o.errno_name
+        rule = "name the call and the error when failing"
         if not o.stderr.strip():
             return Verdict(
                 "unreported-error",
                 f"exited {o.status} after {o.plan} without saying why (stderr is empty)",
                 f"The program failed after {_fault(o)} but printed nothing, so its user "
                 "cannot tell which call failed or why. Before exiting non-zero, print one "
-                "line naming the call, its subject and strerror(errno).")
-        name = o.errno_name
-        if o.require_message and name and not stderr_names_failure(o.stderr, name):
+                "line naming the call, its subject and strerror(errno).",
+                cause=Cause(rule, call=o.call))
+        if name and not stderr_names_failure(o.stderr, name):
             return Verdict(
                 "unreported-error",
                 f"exited {o.status} after {o.plan} but stderr does not name the error "
@@ -507,6 +816,30 @@ def judge(o):
                 f"The program failed after {_fault(o)} but its message does not say so, "
                 f"so its user cannot tell what went wrong. Print the call, its subject "
                 f"and strerror(errno), e.g. \"{o.call.split('#')[0]} 'target': "
-                f"{strerror(name)}\".")
+                f"{strerror(name)}\".",
+                cause=Cause(rule, call=o.call))
 
+    # 12. ignored, and no data lost this time
+    if silent:
+        n = len(o.crash_states)
+        states = ("the target holds the new content" if not n else
+                  "the crash state after its exit holds the new content" if n == 1
+                  else f"all {n} crash states after its exit hold the new content")
+        return Verdict(
+            "ignored-error",
+            f"exited 0 after {o.plan}: {_failed(o)} and the program said nothing; "
+            f"{states}",
+            f"{_failed(o)} and the program went on without a word. This time no data "
+            "was lost (the new content is in place and durable), but an error "
+            "nobody checks is one that will, some day, lose data without anyone "
+            "being told. Check what every write, fsync and close returns, and say "
+            "so when one fails.",
+            cause=Cause(_check_rule(o), call=o.call))
+
+    # 13. ok, and a fault on the data path the program came through
+    if on_path:
+        how = (f"retried {o.call.split('#')[0]}" if o.fault_retried
+               and not noticed(o.stderr, o.errno_name, o.call, o.require_message)
+               else f"said: {_naming_line(o.stderr, o.errno_name, o.call)}")
+        return Verdict("ok", note=f"recovered from {o.plan} ({how})")
     return Verdict("ok")

@@ -21,6 +21,7 @@ caught" and fails the run, even when every single case says passed.
 """
 
 import datetime
+import hashlib
 import html
 import json
 import os
@@ -60,8 +61,12 @@ LESSON_KEYS = ("rule", "variant", "case_id", "verdict", "reproduce", "diff")
 # How much of a long run a human-facing report shows; results.json always
 # holds everything.
 MD_FINDINGS_CAP = 50        # finding lines in report.md
+MD_DEFECT_CASES = 10        # finding lines per defect in report.md
+MD_DEFECT_IDS = 100         # ids of a defect's other cases in report.md
 MD_SKIP_IDS = 5             # example ids per skip reason in report.md
 HTML_FINDINGS_CAP = 200     # case blocks in report.html's Findings section
+HTML_DEFECT_CASES = 5       # case blocks per defect in report.html
+HTML_DEFECT_IDS = 200       # ids of a defect's other cases in report.html
 HTML_CELL_CAP = 40          # case blocks inside one matrix cell
 HTML_TEXT_CAP = 8000        # characters of stderr shown per case
 CAUGHT_BY_CAP = 10          # example ids per variant expectation in JSON
@@ -278,6 +283,7 @@ def summarize(cases, meta):
 
     var = variants(cases)
     not_caught, judged = _not_caught(var, given)
+    grouped = defects(cases)
     timing["case_seconds"] = round(sum(
         float(c.get("duration") or 0) for c in cases), 6)
 
@@ -298,6 +304,9 @@ def summarize(cases, meta):
         "strategies": sorted({c["strategy"] for c in cases
                               if c.get("strategy")}),
         "variants": var,
+        # the findings grouped by root cause, worst first (defects())
+        "defects": grouped,
+        "recovered": len(recovered(cases)),
         "not_caught": not_caught,
         # whether a variant entry with met false is a failure (false in a
         # shard: its catching case may be in another shard)
@@ -700,7 +709,10 @@ def summary_sentences(summary):
     """The one-paragraph story of the run, as plain-text sentences."""
     s = summary
     verdict = "PASS" if s["passed"] else "FAIL"
-    counts = [_plural(s["findings"], "finding"),
+    found = _plural(s["findings"], "finding")
+    if s["findings"]:
+        found += f" ({_plural(len(s['defects']), 'defect')})"
+    counts = [found,
               _plural(s["failed"], "failure"),
               _plural(s["harness_errors"], "harness error"),
               f"{s['skipped']} skipped"]
@@ -712,6 +724,15 @@ def summary_sentences(summary):
                    + ("is a buggy variant caught as its spec expects."
                       if n == 1 else
                       "are buggy variants caught as their specs expect."))
+    ignored = s["verdicts"].get("ignored-error", 0)
+    if ignored:
+        out.append(f"Of the findings, {ignored} "
+                   + ("is an ignored error that lost no data this time."
+                      if ignored == 1 else
+                      "are ignored errors that lost no data this time."))
+    if s.get("recovered"):
+        out.append(f"{_plural(s['recovered'], 'case')} recovered from a "
+                   "fault on the data path.")
     var = s["variants"]
     if var or s["not_caught"]:
         met = sum(v["met"] for v in var)
@@ -756,6 +777,117 @@ def _listed(cases):
     return [c for c in sorted(cases, key=lambda c: (STATUSES.index(status(c)),
                                                     c["id"]))
             if status(c) in ("failed", "harness-error", "caught")]
+
+
+# ---------------------------------------------------------------------------
+# Defects: findings grouped by root cause
+
+def is_finding(case):
+    """A case whose verdict found something in the program (harness
+    errors and skips found nothing in it)."""
+    return case["verdict"] not in ("ok", "skipped", "harness-error")
+
+
+def defect_key(case):
+    """The root cause a finding shares with others (the sweep's
+    cause.key: program, verdict, rule broken, deciding call site); a case
+    without one (results of an older crashcheck) is its own, up to an
+    identical finding."""
+    cause = case.get("cause")
+    if isinstance(cause, dict) and isinstance(cause.get("key"), str):
+        return cause["key"]
+    text = "\0".join((case["workload"], case["verdict"],
+                      str(case.get("finding") or "")))
+    return "f" + hashlib.sha256(text.encode()).hexdigest()[:11]
+
+
+def defect_title(case):
+    """A defect's line, from one of its cases: "unreported-error: check
+    what fsync returns (fsync on 'target.tmp' at saver.c:117 (save))"."""
+    cause = case.get("cause") if isinstance(case.get("cause"), dict) else {}
+    if not cause.get("rule"):
+        return f"{case['verdict']}: {_one_line(case.get('finding') or '')}".rstrip(": ")
+    where = []
+    if cause.get("call"):
+        # its name: the cases of one defect may be its n-th and m-th call
+        where.append(str(cause["call"]).split("#")[0])
+    if cause.get("file"):
+        where.append(f"on '{cause['file']}'")
+    loc = case.get("location") if isinstance(case.get("location"), dict) else {}
+    if loc.get("text"):
+        where.append(f"at {loc['text']}")
+    text = f"{case['verdict']}: {cause['rule']}"
+    return text + (f" ({' '.join(where)})" if where else "")
+
+
+def defects(cases):
+    """The findings grouped by root cause, worst first: failing before
+    caught (a buggy variant's expected finding), then by verdict in the
+    oracle's order (data lost first, ignored-error last), then the most
+    cases first. Each: key, workload, verdict, title, rule, location,
+    status (failed or caught), cases (how many) and ids (all of them,
+    sorted; the first is the one shown)."""
+    groups = {}
+    for c in sorted(cases, key=lambda c: c["id"]):
+        if not is_finding(c):
+            continue
+        groups.setdefault((c["workload"], defect_key(c)), []).append(c)
+    out = []
+    for (workload, key), members in groups.items():
+        first = members[0]
+        cause = first.get("cause") if isinstance(first.get("cause"), dict) else {}
+        failed = any(status(c) == "failed" for c in members)
+        out.append({
+            "key": key, "workload": workload, "verdict": first["verdict"],
+            "title": defect_title(first), "rule": cause.get("rule"),
+            "location": first.get("location"),
+            "status": "failed" if failed else "caught",
+            "cases": len(members), "ids": [c["id"] for c in members]})
+    out.sort(key=lambda d: (d["status"] != "failed", VERDICTS.index(d["verdict"]),
+                            -d["cases"], d["title"], d["key"]))
+    return out
+
+
+def recovered(cases):
+    """The ok cases that came through a fault on their data path, with
+    the oracle's note ("recovered from fsync#1=EIO (said: ...)")."""
+    return [c for c in cases if c["verdict"] == "ok" and c.get("note")]
+
+
+def _defect_cases(defect, by_id):
+    """A defect's cases, the ones that fail first."""
+    members = [by_id[i] for i in defect["ids"]]
+    return sorted(members, key=lambda c: (STATUSES.index(status(c)), c["id"]))
+
+
+def console_lines(cases, summary, per_defect=10):
+    """The short story of a run's findings for a terminal: each failing
+    defect on one line with how many cases it was seen in, then up to
+    PER_DEFECT of its failing cases (FINDING line and reproduce command),
+    then how many more; then the other failing cases (harness errors, a
+    buggy variant's case that caught nothing), one by one."""
+    by_id = {c["id"]: c for c in cases}
+    lines = []
+    shown = set()
+    failing = [d for d in summary["defects"] if d["status"] == "failed"]
+    for n, d in enumerate(failing, 1):
+        lines.append(f"DEFECT {n} of {len(failing)}: {d['title']}: seen in "
+                     f"{_plural(d['cases'], 'case')}")
+        members = [c for c in _defect_cases(d, by_id) if not c["passed"]]
+        for c in members[:per_defect]:
+            lines.append(f"  FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            if c.get("reproduce"):
+                lines.append(f"    reproduce: {c['reproduce']}")
+        if len(members) > per_defect:
+            lines.append(f"  and {len(members) - per_defect} more cases of this "
+                         "defect (every one in report.md and results.json)")
+        shown.update(d["ids"])
+    for c in sorted(cases, key=lambda c: c["id"]):
+        if not c["passed"] and c["id"] not in shown:
+            lines.append(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            if c.get("reproduce"):
+                lines.append(f"  reproduce: {c['reproduce']}")
+    return lines
 
 
 STATUS_LABEL = {"failed": "FAIL", "harness-error": "HARNESS ERROR",
@@ -865,30 +997,20 @@ def _markdown_text(cases, summary, lessons):
     if summary["not_caught"]:
         out.append("")
 
-    listed = _listed(cases)
     out += ["## Findings", ""]
-    if not listed:
-        out += ["None.", ""]
-    for case in listed[:MD_FINDINGS_CAP]:
-        st = status(case)
-        mark = {"failed": "✗", "harness-error": "⚠", "caught": "✓"}[st]
-        line = (f"- {mark} {md_code(case['id'])} — **{md_text(case['verdict'])}**")
-        if st == "caught":
-            line += " (expected: buggy variant caught)"
-        elif st == "failed" and case["verdict"] == "ok":
-            line += (" (buggy variant not caught: expected "
-                     + md_text(", ".join(e["verdict"]
-                                         for e in case.get("expected") or []))
-                     + ")")
-        if case.get("finding"):
-            line += ": " + md_text(case["finding"])
-        if case.get("reproduce"):
-            line += " — " + md_code(case["reproduce"])
-        out.append(line)
-    if len(listed) > MD_FINDINGS_CAP:
-        out.append(f"- and {len(listed) - MD_FINDINGS_CAP} more — see "
-                   "results.json")
-    if listed:
+    out += _md_findings(cases, summary)
+
+    notes = recovered(cases)
+    if notes:
+        out += ["## Recovered", "",
+                "Cases where a fault hit the data path and the program came "
+                "through: it said so and the new content was in place and "
+                "durable all the same.", ""]
+        for case in notes[:MD_FINDINGS_CAP]:
+            out.append(f"- {md_code(case['id'])}: {md_text(case['note'])}")
+        if len(notes) > MD_FINDINGS_CAP:
+            out.append(f"- and {len(notes) - MD_FINDINGS_CAP} more — see "
+                       "results.json")
         out.append("")
 
     skipped = [c for c in cases if c["verdict"] == "skipped"]
@@ -918,6 +1040,82 @@ def _markdown_text(cases, summary, lessons):
             fence = _md_fence(diff)
             out += [f"{fence}diff", diff, fence, ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_case_line(case):
+    st = status(case)
+    mark = {"failed": "✗", "harness-error": "⚠", "caught": "✓"}[st]
+    line = (f"- {mark} {md_code(case['id'])} — **{md_text(case['verdict'])}**")
+    if st == "caught":
+        line += " (expected: buggy variant caught)"
+    elif st == "failed" and case["verdict"] == "ok":
+        line += (" (buggy variant not caught: expected "
+                 + md_text(", ".join(e["verdict"]
+                                     for e in case.get("expected") or []))
+                 + ")")
+    if case.get("finding"):
+        line += ": " + md_text(case["finding"])
+    if case.get("reproduce"):
+        line += " — " + md_code(case["reproduce"])
+    return line
+
+
+def _md_findings(cases, summary):
+    """The Findings section: one heading per defect (summary["defects"])
+    with the explanation of its first case and its cases under it (the
+    first MD_DEFECT_CASES with their findings, the others by id); the
+    failing cases that found nothing in the program (harness errors, a
+    buggy variant's case that caught nothing) after the failing defects,
+    and before the defects buggy variants were expected to show."""
+    out = []
+    by_id = {c["id"]: c for c in cases}
+    listed = 0
+    groups = summary["defects"]
+    if groups:
+        n = sum(d["cases"] for d in groups)
+        out += [f"{_plural(len(groups), 'defect')}, seen in "
+                f"{_plural(n, 'case')}: the cases of one defect share "
+                "its verdict, the rule it breaks and the call that decided "
+                "it.", ""]
+
+    def defect(i, d):
+        nonlocal listed
+        mark = "✓ " if d["status"] == "caught" else ""
+        out.extend([f"### {i}. {mark}{md_text(d['title'])} — "
+                    f"{_plural(d['cases'], 'case')}", ""])
+        members = _defect_cases(d, by_id)
+        if members[0].get("explanation"):
+            out.extend([md_text(members[0]["explanation"]), ""])
+        room = max(0, min(MD_DEFECT_CASES, MD_FINDINGS_CAP - listed))
+        for case in members[:room]:
+            out.append(_md_case_line(case))
+        listed += min(room, len(members))
+        rest = members[room:]
+        if rest:
+            ids = ", ".join(md_code(c["id"]) for c in rest[:MD_DEFECT_IDS])
+            more = (f" and {len(rest) - MD_DEFECT_IDS} more — see results.json"
+                    if len(rest) > MD_DEFECT_IDS else "")
+            out.append(f"- and {len(rest)} more: {ids}{more}")
+        out.append("")
+
+    failing = [d for d in groups if d["status"] == "failed"]
+    for i, d in enumerate(failing, 1):
+        defect(i, d)
+    others = [c for c in _listed(cases) if not is_finding(c)]
+    if others:
+        if groups:
+            out += ["### Failing cases that found nothing in the program", ""]
+        for case in others[:MD_FINDINGS_CAP]:
+            out.append(_md_case_line(case))
+        if len(others) > MD_FINDINGS_CAP:
+            out.append(f"- and {len(others) - MD_FINDINGS_CAP} more — see "
+                       "results.json")
+        out.append("")
+    for i, d in enumerate(groups[len(failing):], len(failing) + 1):
+        defect(i, d)
+    if not groups and not others:
+        out += ["None.", ""]
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -1038,6 +1236,11 @@ table.plain th, table.plain td { border: 1px solid var(--line);
   padding: 5px 10px; text-align: left; vertical-align: top; }
 table.plain th { background: var(--code-bg); }
 .more { color: var(--muted); font-style: italic; }
+article.defect { border: 1px solid var(--line); border-left: 5px solid var(--b);
+  border-radius: 8px; padding: 8px 14px; margin: 14px 0; }
+article.defect h3 .count { color: var(--muted); font-weight: 400;
+  font-size: 14px; }
+article.defect .explanation { max-width: 60em; }
 .lesson { border: 1px solid var(--line); border-radius: 8px;
   padding: 12px 16px; margin: 12px 0; }
 pre.diff { max-height: none; }
@@ -1117,6 +1320,7 @@ def _case_html(case, anchor=False):
              ("seed", case.get("seed")),
              ("must be caught as", ", ".join(expect_text(e) for e in
                                              case.get("expected") or [])),
+             ("location", _location_text(case.get("location"))),
              ("outcome", exit_text(case.get("exit"))),
              ("faults fired", fired_text(case.get("fired"))),
              ("kept files", case.get("dir"))]
@@ -1146,6 +1350,96 @@ def _case_html(case, anchor=False):
         h.append(f'<h4>stderr</h4><pre class="stderr">{esc(err)}</pre>')
     h.append("</div></details>")
     return "".join(h)
+
+
+def _html_blocks(cases, summary):
+    """The ids of the cases the Findings section shows in full (with an
+    anchor), in the order it shows them: (defect or None, case) pairs by
+    id. A defect shows its first HTML_DEFECT_CASES, the whole section
+    HTML_FINDINGS_CAP at most."""
+    by_id = {c["id"]: c for c in cases}
+    out = {}
+    groups = summary["defects"]
+    failing = [d for d in groups if d["status"] == "failed"]
+    others = [c for c in _listed(cases) if not is_finding(c)]
+    order = [(d, _defect_cases(d, by_id)[:HTML_DEFECT_CASES]) for d in failing]
+    order += [(None, others)]
+    order += [(d, _defect_cases(d, by_id)[:HTML_DEFECT_CASES])
+              for d in groups[len(failing):]]
+    for d, members in order:
+        for c in members:
+            if len(out) >= HTML_FINDINGS_CAP:
+                return out
+            out[c["id"]] = d
+    return out
+
+
+def _html_findings(cases, summary, blocks):
+    by_id = {c["id"]: c for c in cases}
+    groups = summary["defects"]
+    failing = [d for d in groups if d["status"] == "failed"]
+    others = [c for c in _listed(cases) if not is_finding(c)]
+    if not groups and not others:
+        return ["<p>None: every case held its contract.</p>"]
+    h = ['<p class="help">The findings grouped by defect: the cases of one '
+         "defect share its verdict, the rule it breaks and the call that "
+         "decided it (and where in the program it was made, when the trace "
+         "says). Data lost first, ignored errors last; then the failing "
+         "cases that found nothing in the program, then the defects buggy "
+         "variants were expected to show. Each case opens to what happened, "
+         "the trace around it, the program's stderr and the command that "
+         "reproduces it.</p>"]
+    if groups:
+        n = sum(d["cases"] for d in groups)
+        h.append(f"<p><b>{esc(_plural(len(groups), 'defect'))}</b>, seen in "
+                 f"{esc(_plural(n, 'case'))}.</p>")
+
+    def defect(i, d):
+        members = _defect_cases(d, by_id)
+        st = "failed" if d["status"] == "failed" else "caught"
+        h.append(f'<article class="defect c-{st}"><h3>{i}. '
+                 f'<span class="v">{esc(d["verdict"])}</span> '
+                 f"{esc(d['title'].partition(': ')[2] or d['title'])} "
+                 f'<span class="count">seen in {esc(_plural(d["cases"], "case"))}'
+                 "</span></h3>")
+        if members[0].get("explanation"):
+            h.append(f'<p class="explanation">{esc(members[0]["explanation"])}</p>')
+        shown = [c for c in members if blocks.get(c["id"]) is d]
+        for case in shown:
+            h.append(_case_html(case, anchor=True))
+        rest = [c for c in members if blocks.get(c["id"]) is not d]
+        if rest:
+            ids = ", ".join(f"<code>{esc(c['id'])}</code>"
+                            for c in rest[:HTML_DEFECT_IDS])
+            more = (f" and {len(rest) - HTML_DEFECT_IDS} more — see results.json"
+                    if len(rest) > HTML_DEFECT_IDS else "")
+            h.append(f'<p class="more">and {len(rest)} more cases: {ids}{more}</p>')
+        h.append("</article>")
+
+    for i, d in enumerate(failing, 1):
+        defect(i, d)
+    if others:
+        if groups:
+            h.append("<h3>Failing cases that found nothing in the program</h3>")
+        shown = [c for c in others if c["id"] in blocks]
+        for case in shown:
+            h.append(_case_html(case, anchor=True))
+        if len(others) > len(shown):
+            h.append(f'<p class="more">and {len(others) - len(shown)} more — '
+                     "see results.json</p>")
+    for i, d in enumerate(groups[len(failing):], len(failing) + 1):
+        defect(i, d)
+    return h
+
+
+def _location_text(loc):
+    """"saver.c:117 (save), /tmp/saver+0x15e0" for a case's location."""
+    if not isinstance(loc, dict):
+        return None
+    raw = f"{loc.get('object')}+{loc.get('offset')}"
+    text = loc.get("text") or raw
+    return text if text.startswith(os.path.basename(str(loc.get("object")))) \
+        else f"{text}, {raw}"
 
 
 def _cell_html(cell, title):
@@ -1209,6 +1503,7 @@ def _html_text(cases, summary, lessons):
                          summary["variants_judged"])
     s = summary
     ok = s["passed"]
+    blocks = _html_blocks(cases, s)
     uncaught_wls = {v["workload"] for v in s["variants"]
                     if not v["met"] and s["variants_judged"]}
 
@@ -1299,7 +1594,7 @@ def _html_text(cases, summary, lessons):
                  '<table class="plain"><thead><tr><th>variant</th>'
                  "<th>must be caught as</th><th>result</th></tr></thead>"
                  "<tbody>")
-        listed_ids = {c["id"] for c in _listed(cases)[:HTML_FINDINGS_CAP]}
+        listed_ids = set(blocks)
         for v in s["variants"]:
             if v["met"]:
                 first = v["caught_by"][0]
@@ -1324,21 +1619,22 @@ def _html_text(cases, summary, lessons):
                 f"{esc(line)}</li>" for line in s["not_caught"]) + "</ul>")
         h.append("</section>")
 
-    listed = _listed(cases)
     h.append('<section id="findings"><h2>Findings</h2>')
-    if listed:
-        h.append('<p class="help">Failures first, then harness errors, then '
-                 "the findings buggy variants were expected to produce. Each "
-                 "opens to what happened, the trace around it, the program's "
-                 "stderr and the command that reproduces it.</p>")
-        for case in listed[:HTML_FINDINGS_CAP]:
-            h.append(_case_html(case, anchor=True))
-        if len(listed) > HTML_FINDINGS_CAP:
-            h.append(f'<p class="more">and {len(listed) - HTML_FINDINGS_CAP} '
-                     "more — see results.json</p>")
-    else:
-        h.append("<p>None: every case held its contract.</p>")
+    h += _html_findings(cases, s, blocks)
     h.append("</section>")
+
+    notes = recovered(cases)
+    if notes:
+        h.append('<section id="recovered"><h2>Recovered</h2><p class="help">'
+                 "Cases where a fault hit the data path and the program came "
+                 "through: it said so and the new content was in place and "
+                 "durable all the same.</p><ul>")
+        for case in notes[:HTML_FINDINGS_CAP]:
+            h.append(f"<li><code>{esc(case['id'])}</code>: {esc(case['note'])}</li>")
+        if len(notes) > HTML_FINDINGS_CAP:
+            h.append(f'<li class="more">and {len(notes) - HTML_FINDINGS_CAP} more'
+                     " — see results.json</li>")
+        h.append("</ul></section>")
 
     skipped = [c for c in cases if c["verdict"] == "skipped"]
     if skipped:
@@ -1384,8 +1680,15 @@ def _html_text(cases, summary, lessons):
 # ---------------------------------------------------------------------------
 # JUnit XML
 
-def _failure_text(case):
+def _failure_text(case, defect=None):
     parts = [f"{case['verdict']}: {case.get('finding') or ''}".rstrip(": ")]
+    if defect is not None:
+        parts.append(f"defect: {defect['title']} (seen in "
+                     f"{_plural(defect['cases'], 'case')}, key {defect['key']})")
+    if isinstance(case.get("location"), dict) and case["location"].get("text"):
+        loc = case["location"]
+        parts.append(f"location: {loc['text']} ({loc.get('object')}+"
+                     f"{loc.get('offset')})")
     if case.get("explanation"):
         parts.append(case["explanation"])
     if case.get("reproduce"):
@@ -1436,12 +1739,19 @@ def _junit_bytes(cases, s):
         if name not in ("started", "duration"):
             ET.SubElement(props, "property", name=name, value=_clean(value))
 
+    defect_of = {i: d for d in s["defects"] for i in d["ids"]}
     for case in cases:
-        tc = ET.SubElement(suite, "testcase", {
+        attrs = {
             "classname": _clean(f"crashcheck.{case['workload']}."
                                 f"{case.get('strategy') or '-'}"),
             "name": _clean(case["id"]),
-            "time": f"{float(case.get('duration') or 0):.3f}"})
+            "time": f"{float(case.get('duration') or 0):.3f}"}
+        loc = case.get("location")
+        if isinstance(loc, dict) and loc.get("file") and loc.get("line"):
+            # where CI tools put an annotation (pytest writes these too)
+            attrs["file"] = _clean(loc["file"])
+            attrs["line"] = str(loc["line"])
+        tc = ET.SubElement(suite, "testcase", attrs)
         cs = status(case)
         if cs == "failed":
             label = case["verdict"]
@@ -1452,7 +1762,7 @@ def _junit_bytes(cases, s):
                 "type": _clean(case["verdict"]),
                 "message": _one_line(f"{label}: {case.get('finding') or ''}"
                                      .rstrip(": "))})
-            el.text = _failure_text(case)
+            el.text = _failure_text(case, defect_of.get(case["id"]))
         elif cs == "harness-error":
             el = ET.SubElement(tc, "error", {
                 "type": "harness-error",
@@ -1463,7 +1773,8 @@ def _junit_bytes(cases, s):
             ET.SubElement(tc, "skipped", message=_one_line(skip_reason(case)))
         elif cs == "caught":
             out = ET.SubElement(tc, "system-out")
-            out.text = _clean("caught as expected: " + _failure_text(case))
+            out.text = _clean("caught as expected: "
+                              + _failure_text(case, defect_of.get(case["id"])))
     for line in unmet:
         tc = ET.SubElement(suite, "testcase", {
             "classname": "crashcheck.variants",

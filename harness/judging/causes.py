@@ -1,0 +1,247 @@
+"""What decided a verdict, where in the program, and which cases are one
+defect.
+
+The oracle judges an outcome and names the cause of a finding
+(oracle.Cause: the rule broken, and the call or crash-state change that
+decided it). This module works on the trace around it:
+
+- on_data_path(): whether a faulted call could lose or corrupt data
+  (crash-model.md, "Where a run starts, and which calls are on the data
+  path"): a write or close on a descriptor open for writing, a sync, a
+  change of a name in the tree. A close of a read-only descriptor, an
+  open, an mmap are not: a fault there is judged by the outcome alone.
+- deciding_record(): the call record behind a cause: the faulted call, or
+  for a crash state the call that made the change the state lost (the
+  rename whose directory entry was not synced, the last write to a file
+  that was never fsynced).
+- describe(): the case's `cause` and `location` entries of results.json
+  (docs/design.md): the rule, the deciding call and the file it hit, its
+  source location from its `at` field (symbols.py), and the key reports
+  group cases by: the same program, verdict, rule broken and call site
+  are one defect, seen in as many cases as it decided.
+"""
+
+import hashlib
+import os
+
+from ..engine import calls as calls_mod
+
+OPEN_CALLS = frozenset(("open", "open64", "openat", "openat64", "creat",
+                        "creat64", "fopen", "fopen64", "freopen"))
+RENAME_CALLS = frozenset(("rename", "renameat", "renameat2"))
+UNLINK_CALLS = frozenset(("unlink", "unlinkat", "rmdir"))
+LINK_CALLS = frozenset(("link", "linkat", "symlink", "symlinkat", "mkdir",
+                        "mkdirat"))
+SYNC_CALLS = frozenset(("fsync", "fdatasync", "msync", "sync_file_range",
+                        "sync", "syncfs"))
+CLOSE_CALLS = frozenset(("close", "fclose"))
+# stdio calls that end in a write of the stream's buffer
+STREAM_CALLS = frozenset(("fflush",))
+# open flags that say the descriptor is for writing (the access mode,
+# when the trace carries it, and the flags only a writer gives)
+WRITE_FLAGS = frozenset(("O_WRONLY", "O_RDWR", "O_TRUNC", "O_APPEND"))
+
+
+def _cls(name):
+    c = calls_mod.table().get(name)
+    return c.cls if c is not None else None
+
+
+def changes_data(rec):
+    """Whether a call record put data into a file (or could have, through
+    a shared mapping)."""
+    name = rec.get("call")
+    if name == "mmap" or name == "mmap64":
+        return "MAP_SHARED" in (rec.get("flags") or ())
+    if name in CLOSE_CALLS or name in STREAM_CALLS:
+        return False
+    return _cls(name) == "C_DATA"
+
+
+def on_data_path(rec, records):
+    """Whether the faulted call REC could lose or corrupt data. RECORDS
+    is the run's trace (the records before REC are read for a close)."""
+    name = rec.get("call")
+    if name in OPEN_CALLS:
+        return False                # an open the program can fall back from
+    if name in SYNC_CALLS:
+        return True
+    if name in CLOSE_CALLS or name in STREAM_CALLS:
+        return open_for_writing(rec, records)
+    cls = _cls(name)
+    if cls == "C_NAME" or name in RENAME_CALLS or name in UNLINK_CALLS \
+            or name in LINK_CALLS:
+        return True
+    return cls == "C_DATA"
+
+
+def open_for_writing(rec, records):
+    """Whether the descriptor REC (a close, fclose or fflush) closes or
+    flushes was open for writing: its open asked to write, or data was
+    written through it (or into its file, by this process) since. A
+    descriptor whose open the trace does not show (inherited, dup'd)
+    counts as one for writing when its file was written at all before."""
+    fd, pid, ino, seq = rec.get("fd"), rec.get("pid"), rec.get("ino"), rec["seq"]
+    if fd is None or fd < 0:
+        # fflush(NULL) flushes every stream: on the path if any was written
+        return any(changes_data(r) and r["seq"] < seq for r in _calls(records))
+    written_before = False
+    for r in reversed([r for r in _calls(records) if r["seq"] < seq]):
+        if changes_data(r):
+            if (r.get("fd") == fd and r.get("pid") == pid) or \
+                    (ino is not None and r.get("ino") == ino):
+                return True
+        if r.get("call") in OPEN_CALLS and r.get("ret", -1) == fd \
+                and r.get("pid") == pid:
+            return bool(WRITE_FLAGS & set(r.get("flags") or ()))
+        if ino is not None and r.get("ino") == ino and changes_data(r):
+            written_before = True
+    return written_before
+
+
+def _calls(records):
+    return [r for r in records if r.get("ev") == "call"]
+
+
+# ------------------------------------------------------------------ deciding
+
+def _rel(path, base):
+    if not path:
+        return None
+    if base and (path == base or path.startswith(base.rstrip("/") + "/")):
+        return os.path.relpath(path, base)
+    return path
+
+
+def named(path, name, base):
+    """Whether PATH is the file NAME (a name in the work directory, as the
+    explorer gives it)."""
+    if not path:
+        return False
+    rel = _rel(path, base)
+    return rel == name or ("/" not in name and os.path.basename(path) == name)
+
+
+def deciding_record(cause, records, faulted=(), base=None, upto=None):
+    """The call record behind CAUSE (an oracle.Cause), or None: the
+    faulted call for a cause with a call; for a crash state's change the
+    call that made it, among the records up to seq UPTO (the crash point;
+    None: all). BASE is the work directory the names are relative to."""
+    if cause is None:
+        return None
+    if cause.call:
+        hit = [r for r in faulted if r.get("ev") == "call" and r.get("fault")]
+        if hit:
+            return hit[0]
+        name, _, n = cause.call.partition("#")
+        for r in _calls(records):
+            if r.get("call") == name and str(r.get("n")) == n:
+                return r
+        return None
+    if not cause.change:
+        return None
+    kind, name = cause.change
+    recs = [r for r in _calls(records) if upto is None or r["seq"] <= upto]
+    done = [r for r in recs if r.get("ret", 0) >= 0 or r.get("call") in ("mmap", "mmap64")]
+
+    def last(pred):
+        for r in reversed(done):
+            if pred(r):
+                return r
+        return None
+
+    def renamed_to(r):
+        return r.get("call") in RENAME_CALLS and named(r.get("path2"), name, base)
+
+    if kind == "overwrite":
+        return _overwrite(records, done, name, base)
+    if kind in ("rename", "replace"):
+        return last(renamed_to) or last(
+            lambda r: r.get("call") in OPEN_CALLS and named(r.get("path"), name, base))
+    if kind == "unlink":
+        return last(lambda r: r.get("call") in UNLINK_CALLS
+                    and named(r.get("path"), name, base))
+    if kind in ("create", "link"):
+        return last(lambda r: (r.get("call") in LINK_CALLS
+                               and named(r.get("path2") or r.get("path"), name, base))
+                    or (r.get("call") in OPEN_CALLS and "O_CREAT" in (r.get("flags") or ())
+                        and named(r.get("path"), name, base)))
+    # the file's data: its inode, by the last record that named it
+    inode = None
+    for r in reversed(done):
+        if renamed_to(r) or (r.get("call") not in RENAME_CALLS
+                             and named(r.get("path"), name, base)):
+            inode = r.get("ino")
+            break
+    if kind == "sync-failure":
+        return next((r for r in reversed(recs) if r.get("call") in SYNC_CALLS
+                     and r.get("ret", 0) < 0 and r.get("ino") == inode), None)
+    if "renaming" in cause.rule:
+        hit = last(renamed_to)
+        if hit is not None:
+            return hit
+    if inode is None:
+        return None
+    return last(lambda r: changes_data(r) and r.get("ino") == inode)
+
+
+def _overwrite(records, done, name, base):
+    """The first call that changed the file NAME had when the run
+    started, in place: an open that truncated it, a truncate, a write
+    (by its inode in the init record's snapshot; by its name without)."""
+    init = next((r for r in records if r.get("ev") == "init"), None)
+    first = ((init or {}).get("snap") or {}).get("dir", {}).get(name)
+    for r in done:
+        if first is not None and r.get("ino") not in (None, first):
+            continue
+        if not named(r.get("path"), name, base) and (first is None or r.get("ino") != first):
+            continue
+        if r.get("call") in OPEN_CALLS:
+            if "O_TRUNC" in (r.get("flags") or ()):
+                return r
+        elif changes_data(r):
+            return r
+    return None
+
+
+# ------------------------------------------------------------------- entries
+
+def describe(workload, verdict, cause, rec, base=None, location=None):
+    """(cause entry, location) of a finding's results.json entry: the rule,
+    the deciding call ("fsync#1") and the file it hit, the site cases
+    group by (the call's `at` when the trace has it, else the call's name
+    and file), and a key naming the defect: the same for every case of
+    WORKLOAD with this verdict, rule and site."""
+    call = file = None
+    site = ""
+    if rec is not None:
+        call = f"{rec.get('call')}#{rec.get('n')}"
+        path = rec.get("path2") if rec.get("call") in RENAME_CALLS else rec.get("path")
+        file = _rel(path, base) if path else None
+        site = rec.get("at") or f"{rec.get('call')} {file or '?'}"
+    elif cause.change:
+        file = cause.change[1]
+        site = f"{cause.change[0]} {file}"
+    key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
+                         .encode()).hexdigest()[:12]
+    entry = {"key": key, "rule": cause.rule, "call": call, "file": file,
+             "site": site}
+    return entry, location
+
+
+def title(case):
+    """A defect's one line, from one of its cases: "unreported-error:
+    check what fsync returns (fsync#1 on 'target.tmp' at saver.c:117
+    (save))"."""
+    cause = case.get("cause") or {}
+    where = []
+    if cause.get("call"):
+        # the call's name: the cases of one defect may be its n-th and m-th
+        where.append(cause["call"].split("#")[0])
+    if cause.get("file"):
+        where.append(f"on '{cause['file']}'")
+    loc = case.get("location") or {}
+    if loc.get("text"):
+        where.append(f"at {loc['text']}")
+    text = f"{case['verdict']}: {cause.get('rule') or case.get('finding', '')}"
+    return text + (f" ({' '.join(where)})" if where else "")
