@@ -7,6 +7,10 @@
 #   make fuzz         fuzz the plan parser, the spec reader and the trace
 #                     reader (FUZZ_TIME seconds each, default 60)
 #   make bench        measure the sweep against exec, strace, fiu-run
+#   make stress-check the process tests STRESS_ROUNDS times (default 50)
+#                     under CPU load (scripts/stress-check)
+#   make chaos        CHAOS_ROUNDS audits (default 100) while crashcheck's
+#                     own processes are killed and stopped (tests/chaos.py)
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -63,6 +67,19 @@ fuzz: deps
 bench: all
 	$(Q)scripts/bench $(BENCH_FLAGS)
 
+# The tests that start, stop, contain and interrupt processes, in a loop
+# under stress(1)'s CPU load: a test that fails once in fifty fails this.
+STRESS_ROUNDS ?= 50
+stress-check: all
+	$(Q)scripts/stress-check --rounds $(STRESS_ROUNDS)
+
+# Audits while their own processes are killed, stopped and starved of
+# scratch, in a private mount namespace (root only); make check runs a few
+# rounds (tests/test_safety.py).
+CHAOS_ROUNDS ?= 100
+chaos: all
+	$(Q)$(PYTHON) tests/chaos.py --rounds $(CHAOS_ROUNDS)
+
 # Quiet when everything is there; otherwise say what is missing and try to
 # install it (which fails, printing the apt-get line, when not root).
 deps:
@@ -77,4 +94,4 @@ endif
 	$(Q)$(SUBMAKE) -C tests/unit clean
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 
-.PHONY: all check run fuzz bench deps clean
+.PHONY: all check run fuzz bench stress-check chaos deps clean

@@ -26,10 +26,16 @@
  *                       "exit PID STATUS"      it ended (a wait status)
  *                       "fail REASON"          instead of both: no fork
  *
+ * A variable CRASHCHECK_CGROUP=DIR in a request is not the program's: the
+ * child moves itself into the cgroup DIR first, before the program can
+ * start anything, so that all it starts is in the harness's box for the
+ * run (harness/engine/contain.py).
+ *
  * End of file on the socket (the harness is done with this program, or
  * gone) ends the server; during a run it first kills the run's process
  * group, which must not outlive a harness that was interrupted before it
- * learnt the run's pid. A program the server cannot stand for is refused:
+ * learnt the run's pid. The server dies with the process that started it
+ * (PR_SET_PDEATHSIG), even stopped. A program the server cannot stand for is refused:
  * one with a second thread already (a fork keeps only the calling thread).
  */
 #include <errno.h>
@@ -40,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -89,6 +96,22 @@ static int thread_count(void)
 	return p ? atoi(p + strlen("\nThreads:")) : -1;
 }
 
+/* move this process into the cgroup directory DIR */
+static void join_cgroup(const char *dir)
+{
+	char path[4096];
+	int fd, n = snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+
+	if (n < 0 || (size_t)n >= sizeof(path))
+		cc_die("fork server: cgroup path too long: %s", dir);
+	fd = cc_sys_open(path, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		cc_die("fork server: open '%s': %s", path, strerror(errno));
+	if (syscall(SYS_write, fd, "0", 1) != 1)
+		cc_die("fork server: join cgroup '%s': %s", dir, strerror(errno));
+	cc_sys_close(fd);
+}
+
 /*
  * In the child: take the request's descriptors and settings. A request the
  * child cannot follow ends it with status 2 and a line on its stderr,
@@ -114,6 +137,12 @@ static void become_run(char *req, size_t len, int fds[3])
 		close(fds[i]);
 	close(serve_fd);
 	serve_fd = -1;
+	/* first: nothing of the run may start outside its box */
+	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
+		if (!strncmp(p, "CRASHCHECK_CGROUP=", strlen("CRASHCHECK_CGROUP=")))
+			join_cgroup(p + strlen("CRASHCHECK_CGROUP="));
+	}
+	p = req;
 	if (setsid() < 0)
 		cc_die("fork server: setsid: %s", strerror(errno));
 	if (chdir(cwd) < 0)
@@ -122,7 +151,7 @@ static void become_run(char *req, size_t len, int fds[3])
 	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
 		char *eq = strchr(p, '=');
 
-		if (!*p)
+		if (!*p || !strncmp(p, "CRASHCHECK_CGROUP=", strlen("CRASHCHECK_CGROUP=")))
 			continue;
 		if (eq) {
 			*eq = '\0';
@@ -232,6 +261,9 @@ void cc_serve(void)
 	if (!*v || *end || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0)
 		cc_die("CRASHCHECK_SERVE '%s' is not an open descriptor", v);
 	serve_fd = (int)fd;
+	/* a harness killed outright takes its server along, even a stopped
+	 * one (end of file on the socket would need it running) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	threads = thread_count();
 	if (threads < 0) {
 		say("refuse cannot count the program's threads (no /proc?)");

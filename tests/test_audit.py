@@ -195,7 +195,8 @@ def test_nothing_left_in_scratch_without_keep(tmp_path):
     assert "status=0" in r.stdout, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "status=0", \
         "left in the scratch base: " + r.stdout
-    assert sorted(os.listdir(out)) == ["junit.xml", "report.html",
+    # the reports, and the marker that makes the directory crashcheck's
+    assert sorted(os.listdir(out)) == [".crashcheck", "junit.xml", "report.html",
                                        "report.md", "results.json"]
 
 

@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from procs import marked as _marked
+
 from harness import ROOT
 from harness.engine import calls, runner, sweep, trace
 
@@ -118,10 +120,13 @@ def py(code):
 
 def test_environment_and_descriptors_are_an_execs(tmp_path, home):
     """The run's variables are its own (the server's gone), and it sees
-    the descriptors an exec'd program sees: the server's socket closed."""
+    the descriptors an exec'd program sees: the server's socket closed.
+    Both carry the session's token (contain.py), and nothing else of
+    ours without a plan."""
     argv = py("import os\n"
               "print(sorted((k, v) for k, v in os.environ.items()"
-              " if k.startswith('CRASHCHECK')))\n"
+              " if k.startswith('CRASHCHECK') and k != 'CRASHCHECK_SESSION'))\n"
+              "print(len(os.environ.get('CRASHCHECK_SESSION', '')))\n"
               "print(sorted(os.listdir('/proc/self/fd')))\n"
               "print(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())")
     (tmp_path / "s" / sweep.WORK).mkdir(parents=True)
@@ -141,6 +146,7 @@ def test_environment_and_descriptors_are_an_execs(tmp_path, home):
     assert b"fsync#9=EIO" in served.stdout
     assert b"True True" in served.stdout
     assert served_bare.stdout.splitlines()[0] == b"[]"
+    assert served_bare.stdout.splitlines()[1] == b"32"
 
 
 def test_time_limit_kills_the_runs_group(tmp_path, home):
@@ -437,26 +443,6 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     assert list(scratch.iterdir()) == []
     sweep.prepare(scratch, b"old", b"new")
     assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
-
-
-def _marked(marker):
-    """Live processes whose command line holds marker (bytes: exactly
-    that command line)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmd = fh.read()
-            with open(f"/proc/{entry}/stat") as fh:
-                state = fh.read().rsplit(") ", 1)[1][0]
-        except OSError:
-            continue
-        if (cmd == marker if isinstance(marker, bytes)
-                else marker.encode() in cmd) and state not in "ZX":
-            found.append(int(entry))
-    return found
 
 
 @pytest.mark.parametrize("extra", [[], ["--exec-each"]])

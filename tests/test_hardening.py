@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from procs import alive as _alive, group_members as _group_members
+
 from harness import ROOT
 from harness.judging import explorer, payload
 from harness.engine import fullfs, runner
@@ -272,32 +274,6 @@ def test_sanitizer_report_is_a_crash_not_a_failure(asan_progs, tmp_path,
 
 
 # ---------------------------------------------------- hangs and signals
-
-def _group_members(pgid):
-    """Live (non-zombie) processes whose process group is pgid."""
-    live = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state not in ("Z", "X"):
-            live.append(int(entry))
-    return live
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
     """A program that forks a sleeper and sleeps itself: at the time limit
@@ -571,25 +547,10 @@ def test_mmap_address_is_not_in_the_excerpt():
 # ---------------------------------------------------------- isolation
 
 NAMESPACE = r"""
-set -eu
-# A private view: fresh tmpfs on /dev/shm, /tmp and /var/tmp, and the
-# source tree read-only, so that anything written outside the output
-# directory either fails or shows up below.
-mount --make-rprivate /
-# The tree stays at its own path even when it lives under a directory
-# about to be covered (a checkout in /tmp): parked on /mnt, put back.
-mount -t tmpfs cc-stash /mnt
-mkdir /mnt/root
-mount --bind "$ROOT" /mnt/root
-mount -t tmpfs cc-shm /dev/shm
-mount -t tmpfs cc-tmp /tmp
-mount -t tmpfs cc-vartmp /var/tmp
-mkdir -p "$ROOT"
-mount --bind /mnt/root "$ROOT"
-mount -o remount,bind,ro "$ROOT"
-unset TMPDIR
-export HOME=/tmp/home
-mkdir -p /tmp/home /tmp/in /tmp/work
+# A private view (tests/private-mounts.sh): anything written outside the
+# output directory either fails or shows up below.
+. "$ROOT/tests/private-mounts.sh"
+mkdir -p /tmp/in /tmp/work
 printf '%s' "$SPEC" > /tmp/in/spec.toml
 printf '%s' "$CHECKER" > /tmp/in/check.sh
 printf '%s' "$NEW" > /tmp/work/new

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import ROOT, UsageError
 from ..judging import payload
-from . import run as runcmd
+from . import outdir, run as runcmd
 from ..engine import sweep
 from ..engine.spec import CONTRACTS, MAX_SIZE, Spec
 
@@ -273,6 +273,8 @@ def cmd_audit(args):
 
     Reports go to --out (default results/audit-PROGRAM/): results.json,
     report.md, report.html, junit.xml, and cases/<id>/ for each finding.
+    --out must be new, empty, or crashcheck's (it holds the marker file
+    .crashcheck); only crashcheck's own files there are replaced.
 
     Exit status: 0 no finding; 1 findings (one line each, with the command
     that reruns it alone); 2 a usage or setup error (one line).
@@ -307,13 +309,12 @@ def cmd_audit(args):
     command = shlex.join(rerun[:1] + ["audit"] + _shown_options(args)
                          + ["--"] + program)
     # Every option is checked (pytest_args) before anything is written.
-    out = out.absolute()
+    out = runcmd.out_path(args, default)
     inputs = out / AUDIT_DIR
     argv = runcmd.pytest_args(args, [], out, command) + \
         ["--cc-audit", str(inputs / SPEC_FILE)]
-    runcmd.out_dir(args, default)
-    if not (args.case or args.shard):
-        shutil.rmtree(out / "cases", ignore_errors=True)
+    outdir.claim(out)
+    # .audit is ours in a directory that is ours (outdir)
     shutil.rmtree(inputs, ignore_errors=True)
     try:
         inputs.mkdir()
@@ -337,9 +338,10 @@ def cmd_audit(args):
             json.dump(desc, fh, indent=1)
     except OSError as e:
         shutil.rmtree(inputs, ignore_errors=True)
+        outdir.release(out, refused=True)
         raise UsageError(f"--out: cannot write '{inputs}': {e.strerror}") from None
     try:
-        return runcmd.sweep(argv)
+        return runcmd.sweep(argv, out)
     finally:
         if not args.keep:
             shutil.rmtree(inputs, ignore_errors=True)

@@ -25,8 +25,8 @@ from pathlib import Path
 from .. import UsageError
 from ..engine import calls as calls_mod
 from ..engine import plan as plan_mod
-from . import audit, merge as mergecmd, replay, run as runcmd
-from ..engine import runner
+from . import audit, merge as mergecmd, outdir, replay, run as runcmd
+from ..engine import contain, runner
 from ..engine import trace as trace_mod
 
 PROG = "crashcheck"
@@ -155,6 +155,8 @@ def report_exit(run, records, say):
         say(f"timed out after {run.duration:.1f} s: killed the program's "
             "process group")
         return EXIT_TIMEOUT
+    for what in run.outlived:
+        say(f"still running when the program ended, killed: {what}")
     if run.signal is not None:
         planned = run.signal == signal.SIGKILL and any(
             r["ev"] == "crash" for r in records)
@@ -378,22 +380,34 @@ def dispatch(argv):
 
 
 def _terminate(signum, frame):
-    # Unwinds through runner.run, which kills the program's group.
+    # Unwinds through runner.run, which kills the program's box.
+    contain.kill_local()
     raise SystemExit(128 + signum)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    contain.own_process()
+    status = None
     try:
-        return dispatch(argv)
+        status = dispatch(argv)
+        return status
     except UsageError as e:
+        status = EXIT_USAGE
         problem = " ".join(str(e).split("\n"))
         print(f"{PROG}: {problem}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        # nothing a command started runs on after it; a refused command
+        # leaves no directory it made
+        contain.shutdown()
+        outdir.release_all(refused=status == EXIT_USAGE)
 
 
 if __name__ == "__main__":

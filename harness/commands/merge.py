@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .. import ROOT, UsageError
 from ..reports import report
+from . import outdir
 
 DEFAULT_OUT = ROOT / "results" / "merged"
 
@@ -38,12 +39,29 @@ def _results_path(item):
     return path
 
 
+def check_whole(path, cases, meta):
+    """Refuse the results of a run that did not judge every case it was
+    to: merged, they would read as a whole run."""
+    i = meta.get("interrupted")
+    if i:
+        if isinstance(i, dict):
+            raise UsageError(f"'{path}' is of an interrupted run ({i.get('by')}: "
+                             f"{i.get('ran')} of {i.get('of')} cases ran): "
+                             "rerun it")
+        raise UsageError(f"'{path}' is of an interrupted run: rerun it")
+    expected = meta.get("expected")
+    if isinstance(expected, int) and expected > len(cases):
+        raise UsageError(f"'{path}' lacks {expected - len(cases)} of its "
+                         f"{expected} cases: rerun it")
+
+
 def check_shards(paths):
     """Refuse a set of results that is not whole: shards of different
     runs, a shard missing or given twice, enumerations that differ."""
     shards = []
     for path in paths:
-        _, meta = report.load(path)
+        cases, meta = report.load(path)
+        check_whole(path, cases, meta)
         shards.append((path, meta.get("shard"), meta.get("enumerated")))
     sharded = [s for s in shards if s[1]]
     if not sharded:
@@ -89,9 +107,11 @@ def cmd_merge(args):
     Exit status: 0 when the merged run has no failed case and every buggy
     variant is caught; 1 otherwise (the failures are listed); 2 for bad
     input (a missing or unreadable results.json, shards of different runs,
-    a shard missing or given twice).
+    a shard missing or given twice, results of an interrupted run).
     """
     paths = [_results_path(d) for d in args.dirs]
+    if args.out is not None and str(args.out) == "":
+        raise UsageError("--out: empty path")
     out = Path(args.out) if args.out else DEFAULT_OUT
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: '{out}' is not a directory")
@@ -106,6 +126,8 @@ def cmd_merge(args):
             raise UsageError(f"the shards hold {len(cases)} cases, the run "
                              f"enumerated {enumerated['cases']}")
         meta["enumerated"] = enumerated
+    # checked whole before anything is written; new, empty or ours
+    out = outdir.claim(out)
     summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
     for line in report.console_lines(cases, summary):
         print(line)

@@ -9,6 +9,7 @@ that says what persisted, what did not, and which rule that breaks.
 """
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .. import ROOT, UsageError
 from ..judging import explorer, payload
 from ..engine import spec as specmod
 from ..engine import sweep
+from . import outdir
 
 DEFAULT_RESULTS = ROOT / "results" / "results.json"
 
@@ -75,7 +77,9 @@ def cmd_replay(args):
     decided on -- the crash state of a power-loss finding, or what the
     program left behind -- into results/replay/<case-id>/state/, with a
     README.txt saying what persisted, what did not, and the rule it
-    breaks. Exit 0 when the rerun reaches the recorded verdict, 1 when it
+    breaks. --out must be new, empty, or crashcheck's (it holds the
+    marker file .crashcheck); an earlier replay's README.txt and state/
+    there are replaced, nothing else. Exit 0 when the rerun reaches the recorded verdict, 1 when it
     does not (the directory is still written), 2 for a bad case id or
     results file.
     """
@@ -84,10 +88,12 @@ def cmd_replay(args):
     spec = spec_for(recorded, summary, path)
     run = summary.get("run") or {}
     model = recorded.get("model")
+    if args.out is not None and str(args.out) == "":
+        raise UsageError("--out: empty path")
     dest = Path(args.out) if args.out else \
         ROOT / "results" / "replay" / sweep.safe_name(case_id)
-    if dest.exists() and not dest.is_dir():
-        raise UsageError(f"--out: '{dest}' is not a directory")
+    # new, empty or crashcheck's, and one replay at a time (outdir)
+    dest = outdir.claim(dest)
 
     work = sweep.runner.make_scratch("crashcheck-replay-")
     try:
@@ -133,11 +139,16 @@ def cmd_replay(args):
 
 def lay_out(judge, res, dest, combo):
     """Write the deciding state into dest/state and the story into
-    dest/README.txt; returns the state directory."""
-    if dest.exists():
-        shutil.rmtree(dest)
+    dest/README.txt; returns the state directory. DEST is crashcheck's
+    (outdir.claim): an earlier replay's state/ there goes (beside its
+    README.txt, it is ours); nothing else is touched."""
     state_dir = dest / "state"
-    dest.mkdir(parents=True)
+    if (dest / "README.txt").is_file() and state_dir.is_dir() \
+            and not state_dir.is_symlink():
+        shutil.rmtree(state_dir)
+    elif os.path.lexists(state_dir):
+        raise UsageError(f"--out: '{state_dir}' exists and is not a replay's "
+                         "state: give a new or empty directory")
     old, new = sweep.contents(combo)
     target = sweep.target_name(combo.spec)
     st = next((s for s in judge.last_states if s.label == res.get("state")), None)

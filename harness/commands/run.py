@@ -9,13 +9,13 @@ into ours.
 """
 
 import os
-import shutil
 import signal
 from pathlib import Path
 
 from .. import ROOT, UsageError, tree_path
 from ..engine import spec as specmod
 from ..engine.sweep import KINDS, parse_shard
+from . import outdir
 
 DEFAULT_OUT = ROOT / "results"
 
@@ -169,12 +169,20 @@ def pytest_args(args, spec_paths, out, command):
     return argv
 
 
-def sweep(argv):
-    """Run pytest; map its status to ours: 0 clean, 1 findings, 2 usage,
-    130 interrupted (^C), 128+N ended by signal N (plugin._terminated),
-    3 anything else (pytest's internal error)."""
+def sweep(argv, out):
+    """Run pytest, its reports into OUT (claimed: outdir.claim); map its
+    status to ours: 0 clean, 1 findings, 2 usage, 130 interrupted (^C),
+    128+N ended by signal N (plugin._terminated), 3 anything else
+    (pytest's internal error)."""
     import pytest
-    status = pytest.main(argv)
+    try:
+        status = pytest.main(argv)
+    finally:
+        outdir.release(out, refused=False)
+    if status == PYTEST_USAGE:
+        # refused after the enumeration (--case naming no call): a
+        # directory made for it goes again
+        outdir.release(out, refused=True)
     if status in (PYTEST_OK, PYTEST_NO_TESTS):
         return 0
     if status == PYTEST_FAILED:
@@ -188,15 +196,15 @@ def sweep(argv):
     return 3
 
 
-def out_dir(args, default=DEFAULT_OUT):
+def out_path(args, default=DEFAULT_OUT):
+    """--out (or DEFAULT), absolute, checked but not yet made or claimed:
+    a command refused for another option must change nothing."""
+    if args.out is not None and str(args.out) == "":
+        raise UsageError("--out: empty path")
     out = Path(args.out) if args.out else default
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: '{out}' is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--out: cannot create '{out}': {e.strerror}") from None
-    return out.resolve()
+    return Path(os.path.abspath(out))
 
 
 def cmd_run(args):
@@ -210,6 +218,10 @@ def cmd_run(args):
 
     With --case (the reproduce command of a finding) only that case runs,
     and its reports go to results/rerun/ unless --out says otherwise.
+
+    --out must be new, empty, or crashcheck's (it holds the marker file
+    .crashcheck): crashcheck replaces only its own files there, and
+    refuses a directory another run is writing to.
 
     Exit status: 0 when every correct workload is clean and every buggy
     variant is caught as its spec expects; 1 otherwise (the findings are
@@ -232,13 +244,15 @@ def cmd_run(args):
         raise UsageError(f"two specs are named '{sorted(dup)[0]}'")
     check_selection(args, specs)
     default = DEFAULT_OUT / "rerun" if args.case else DEFAULT_OUT
-    out = out_dir(args, default)
-    if not (args.case or args.keyword or args.shard):
-        # A full run replaces the previous one's findings directories.
-        shutil.rmtree(out / "cases", ignore_errors=True)
+    out = out_path(args, default)
     command = "scripts/crashcheck run " + " ".join(
         tree_path(p) for p in paths)
-    return sweep(pytest_args(args, paths, out, command))
+    # every option checked before anything is written; a full run's
+    # reports then replace the last one's, cases/ included, at its end
+    # (plugin.pytest_sessionfinish)
+    argv = pytest_args(args, paths, out, command)
+    out = outdir.claim(out)
+    return sweep(argv, out)
 
 
 def check_selection(args, specs):

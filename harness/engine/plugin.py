@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from .. import ROOT, UsageError, tree_path
+from ..commands import outdir
 from ..reports import lessons, report
-from . import pool, runner, spec as specmod, sweep
+from . import contain, pool, runner, spec as specmod, sweep
 
 CASES_FILE = "cases.json"
 
@@ -131,6 +132,8 @@ class Sweep:
         self._judge = None
         self.scratch_root = None
         self.started = time.time()
+        self.interrupted = None     # what stopped the session early
+        self.selected = None        # ids of the cases this session judges
 
     @property
     def work(self):
@@ -150,6 +153,7 @@ class Sweep:
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
             self.scratch_root = runner.make_scratch("crashcheck-sweep-")
+            contain.session().remove_later(self.scratch_root)
             self._judge.scratch_root = self.scratch_root
         return self._judge
 
@@ -188,14 +192,20 @@ class Sweep:
 
     def outcome(self, case):
         """The case's result: from the pool when one runs, else executed
-        here."""
+        here. A case that could not be judged (the harness failed on it,
+        the process running it died) is a harness-error with the reason:
+        no case goes missing from the reports."""
         res = self._outcome(case)
         self.collected[case.id] = res
         return res
 
     def _outcome(self, case):
         if getattr(self, "_pool", None) is None:
-            return self.run_case(case)
+            try:
+                return self.run_case(case)
+            except Exception:
+                import traceback
+                return self.failed(case, traceback.format_exc())
         while case.id not in self._done:
             try:
                 done, (res, error) = next(self._ahead)
@@ -205,8 +215,15 @@ class Sweep:
             self._left -= 1
         res, error = self._done.pop(case.id)
         if error is not None:
-            raise RuntimeError(f"{case.id}: the sweep failed on this case:\n{error}")
+            return self.failed(case, error)
         return res
+
+    def failed(self, case, error):
+        """The harness-error result of CASE, which failed with ERROR (a
+        traceback, or how its pool process died)."""
+        line = sweep.failure_line(error)
+        detail = error if "Traceback" in error else ""
+        return self.judge().failed(case, line, detail)
 
     def stop_pool(self):
         """Every item has its result (or the session stops early: then
@@ -228,11 +245,27 @@ def _enabled(config):
 
 
 def _terminated(signum, frame):
-    """SIGTERM (a CI job cancelled) stops a sweep as ^C does. A SystemExit
-    raised inside a case would be that case's failure, and pytest would go
-    on with the next one; pytest.exit ends the session, stopping the pool
-    and its programs (and fork servers) on the way out."""
+    """SIGTERM (a CI job cancelled) or SIGHUP stops a sweep as ^C does. A
+    SystemExit raised inside a case would be that case's failure, and
+    pytest would go on with the next one; pytest.exit ends the session,
+    stopping the pool and its programs (and fork servers) on the way out,
+    and the reports say INTERRUPTED. The programs this process runs
+    itself go first."""
+    contain.kill_local()
+    state = _STATE.get("sweep")
+    if state is not None and state.interrupted is None:
+        state.interrupted = _signal_name(signum)
     pytest.exit(f"terminated by signal {signum}", returncode=128 + signum)
+
+
+_STATE = {}     # "sweep": the Sweep of this process, for the signal handler
+
+
+def _signal_name(signum):
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def pytest_configure(config):
@@ -240,20 +273,48 @@ def pytest_configure(config):
         return
     state = Sweep(config)
     config._crashcheck = state
+    _STATE["sweep"] = state
+    contain.own_process()
     if threading.current_thread() is threading.main_thread():
         state.sigterm = signal.signal(signal.SIGTERM, _terminated)
+        state.sighup = signal.signal(signal.SIGHUP, _terminated)
     if not _is_worker(config):
         try:
+            # new, empty or crashcheck's, and one run at a time (a
+            # command claimed it already: then a no-op)
+            outdir.claim(state.settings.out, "--cc-out")
+        except UsageError as e:
+            print(f"crashcheck: {e}", file=sys.stderr, flush=True)
+            raise pytest.UsageError() from None
+        try:
             state.enumerate()
-        except runner.SetupError as e:
-            # a spec's program that cannot start: one line, exit 2
+        except (pytest.exit.Exception, KeyboardInterrupt) as e:
+            # stopped while recording the baselines: the reports say so
+            # (none of the cases was enumerated, let alone judged)
+            by = state.interrupted or (
+                "SIGINT" if isinstance(e, KeyboardInterrupt) else
+                _signal_name(int(getattr(e, "returncode", 0) or 0) - 128))
+            state.selected = []
             sweep.remove_work(state.settings.work_link)
+            write_reports(config, state, [], by)
+            _say_interrupted(config, state)
+            raise
+        except (UsageError, OSError) as e:
+            # a spec's program that cannot start (runner.SetupError), no
+            # containment to be had (contain.ContainError), a scratch that
+            # is full: one line, exit 2
+            sweep.remove_work(state.settings.work_link)
+            outdir.release(state.settings.out, refused=True)
+            if isinstance(e, OSError):
+                e = (f"cannot record the baselines in the scratch: "
+                     f"{e.strerror}" + (f": {e.filename}" if e.filename else ""))
             print(f"crashcheck: {e}", file=sys.stderr, flush=True)
             raise pytest.UsageError() from None
         wanted = set(config.getoption("--cc-case"))
         unknown = wanted - {c.id for c in state.load_cases()}
         if unknown:
             sweep.remove_work(state.settings.work_link)
+            outdir.release(state.settings.out, refused=True)
             # Our one-line form, and a UsageError with no message, which
             # pytest prints nothing for (it would add "ERROR: ...").
             print(f"crashcheck: --case: no such case: {sorted(unknown)[0]}",
@@ -356,6 +417,7 @@ def pytest_collection_finish(session):
         return
     cases = [item.case for item in session.items
              if isinstance(item, CaseItem)]
+    state.selected = [c.id for c in cases]
     jobs = min(state.settings.jobs, len(cases))
     if jobs > 1:
         state.start_pool(cases, jobs)
@@ -377,9 +439,39 @@ def pytest_sessionfinish(session, exitstatus):
         for p in rdir.iterdir():
             with open(p) as fh:
                 results.append(json.load(fh))
+    interrupted = _interrupted(session, exitstatus, state)
+    results = _every_case(state, results, interrupted)
+    not_caught = write_reports(config, state, results, interrupted)
+    if interrupted:
+        # pytest prints no summary after a signal: the story is told here
+        _say_interrupted(config, state)
+    if not_caught and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def _say_interrupted(config, state):
+    tw = config.pluginmanager.get_plugin("terminalreporter")
+    line = report.summary_sentences(state.summary)[0]
+    out = state.settings.out
+    for text in (f"crashcheck: {line}",
+                 f"crashcheck: reports: {out / 'report.md'}, "
+                 f"{out / 'report.html'}, {out / 'results.json'}, "
+                 f"{out / 'junit.xml'}"):
+        if tw is not None:
+            tw.write_line(text)
+        else:
+            print(text, flush=True)
+
+
+def write_reports(config, state, results, interrupted):
+    """The reports of RESULTS into --cc-out; the buggy-variant
+    expectations not caught."""
     results.sort(key=lambda r: sweep.safe_name(r["id"]) + ".json")
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
+        "expected": len(state.selected) if state.selected is not None
+        else len(results),
+        "interrupted": interrupted,
         "specs": [tree_path(p) for p in state.spec_paths],
         "models": list(state.settings.models),
         "kinds": list(state.settings.kinds),
@@ -389,17 +481,20 @@ def pytest_sessionfinish(session, exitstatus):
                    "duration": round(time.time() - state.started, 3)},
     }
     # With a selection (one case, a shard, -k) a variant's other cases did
-    # not run here: whether it was caught is decided when shards merge.
+    # not run here: whether it was caught is decided when shards merge. An
+    # interrupted run cannot tell either (and is no pass anyway).
     selected = bool(config.getoption("--cc-case") or config.getoption("--cc-shard")
                     or config.getoption("keyword"))
-    not_caught = [] if selected else sweep.uncaught(state.specs, results)
+    not_caught = [] if selected or interrupted else \
+        sweep.uncaught(state.specs, results)
     meta["not_caught"] = not_caught
     # What `crashcheck merge` checks a set of shards against: every shard
     # of one run saw the same enumeration, and all N of them are there.
     shard = config.getoption("--cc-shard")
     if shard:
         meta["shard"] = "%d/%d" % parse_shard(shard)
-    if not (config.getoption("--cc-case") or config.getoption("keyword")):
+    if not (config.getoption("--cc-case") or config.getoption("keyword")) \
+            and (state.work / CASES_FILE).is_file():
         ids = sorted(c.id for c in state.load_cases())
         meta["enumerated"] = {
             "cases": len(ids),
@@ -410,9 +505,46 @@ def pytest_sessionfinish(session, exitstatus):
     state.summary = report.write_all(
         out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
         junit=out / "junit.xml")
+    if not selected:
+        # the reports are this run's: so are the case directories (an
+        # earlier run's go, and only crashcheck's: outdir)
+        outdir.prune_cases(out, {Path(r["dir"]).name for r in results
+                                 if r.get("dir")})
     state.results, state.not_caught, state.meta = results, not_caught, meta
-    if not_caught and session.exitstatus == 0:
-        session.exitstatus = 1
+    return not_caught
+
+
+def _interrupted(session, exitstatus, state):
+    """What stopped the session before every case ran, or None: a signal
+    (^C, SIGTERM, SIGHUP), or pytest's -x/--maxfail."""
+    if state.interrupted is not None:
+        return state.interrupted
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "SIGINT"
+    if 128 < int(exitstatus) < 128 + 65:
+        return _signal_name(int(exitstatus) - 128)
+    if session.shouldfail or session.shouldstop:
+        return "stopped early (" + str(session.shouldfail
+                                       or session.shouldstop) + ")"
+    return None
+
+
+def _every_case(state, results, interrupted):
+    """RESULTS, with a harness-error for every selected case that has
+    none (nothing vanishes from a report), unless the session was
+    interrupted: then the cases that never ran are counted as such
+    (summary.interrupted), not judged."""
+    if state.selected is None or interrupted:
+        return results
+    have = {r["id"] for r in results}
+    missing = [cid for cid in state.selected if cid not in have]
+    if not missing:
+        return results
+    by_id = {c.id: c for c in state.load_cases()}
+    judge = state.judge()
+    return results + [judge.failed(by_id[cid], "no result: the case did not "
+                                   "run to its end in this session")
+                      for cid in missing if cid in by_id]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -422,6 +554,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state is None or _is_worker(config) or not hasattr(state, "results"):
         return
     tw = terminalreporter
+    if state.summary.get("interrupted"):
+        return          # told already (_say_interrupted)
     failed = [r for r in state.results if not r["passed"]]
     # one line per defect (findings grouped by root cause), its cases
     # under it
@@ -446,11 +580,16 @@ def pytest_unconfigure(config):
         return
     if getattr(state, "sigterm", None) is not None:
         signal.signal(signal.SIGTERM, state.sigterm)
+    if getattr(state, "sighup", None) is not None:
+        signal.signal(signal.SIGHUP, state.sighup)
+    _STATE.pop("sweep", None)
     if state._judge is not None:
         state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
-    if _is_worker(config):
-        return
-    if not state.settings.keep:
+    if not _is_worker(config) and not state.settings.keep:
         sweep.remove_work(state.settings.work_link)
+    if not _is_worker(config):
+        outdir.release(state.settings.out)
+    # nothing this session started runs on
+    contain.shutdown()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from . import sanitizers
+from . import contain, sanitizers
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -40,7 +40,7 @@ EXIT_SKIP = 77
 RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
             "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL")
-OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE",)
+OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN)
 
 
 class SetupError(UsageError):
@@ -83,6 +83,9 @@ class Run:
     stderr_truncated: bool = False
     trace_path: Path | None = None
     extra: dict = field(default_factory=dict)
+    # processes the program started that were still running when it
+    # ended, each "pid N (command line)", killed then (contain.Box)
+    outlived: list = field(default_factory=list)
 
     @property
     def skipped(self):
@@ -138,6 +141,8 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
         env["CRASHCHECK_TRACE_FROM"] = str(trace_from)
     if trace_full is not None:
         env["CRASHCHECK_TRACE_FULL"] = full_range(trace_full)
+    name, token = contain.run_env()
+    env[name] = token
     return env
 
 
@@ -176,21 +181,26 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         passthrough=False, trace_from=None, trace_full=None):
     """Run argv to completion or to its time limit (None: no limit).
 
-    The program gets a new session (so a process group of its own): at the
-    time limit the whole group is killed, children included, and the run
-    is marked timed_out. Output goes to unlinked temporary files rather
-    than pipes, so a program that writes a lot never blocks on us and we
-    keep only the first OUTPUT_CAP bytes. With passthrough the program
-    uses the caller's stdin, stdout and stderr instead (the CLI's inject
-    and trace), and the Run's stdout and stderr are empty.
+    The program gets a new session (so a process group of its own) and a
+    box (contain.Box) that holds everything it starts: at the time limit
+    all of it is killed and the run is marked timed_out; when the program
+    ends, whatever it started that is still running is named in
+    Run.outlived and killed. Output goes to unlinked temporary files
+    rather than pipes, so a program that writes a lot never blocks on us
+    and we keep only the first OUTPUT_CAP bytes. With passthrough the
+    program uses the caller's stdin, stdout and stderr instead (the CLI's
+    inject and trace), and the Run's stdout and stderr are empty.
     """
     if preload:
         check_preloads()
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
                         program=argv[0], cwd=cwd, trace_from=trace_from,
                         trace_full=trace_full)
-    elif env is None:
-        env = dict(os.environ)
+    else:
+        env = dict(os.environ if env is None else env)
+        name, token = contain.run_env()
+        env[name] = token
+    box = contain.Box()
     with _capture_file("stdout") as out, _capture_file("stderr") as err:
         start = time.monotonic()
         mask = None
@@ -200,19 +210,22 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             held = ()
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
             try:
-                proc = _spawn(argv, cwd, env, out.fileno(), err.fileno())
+                with box.entered():
+                    proc = _spawn(argv, cwd, env, out.fileno(), err.fileno())
             except BaseException:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 raise
         else:
             with _signals_held() as held:
-                if passthrough:
-                    proc = _popen(argv, cwd, env, stdin=stdin, stdout=None,
-                                  stderr=None)
-                else:
-                    proc = _popen(argv, cwd, env, stdin=subprocess.DEVNULL
-                                  if stdin is None else stdin,
-                                  stdout=out, stderr=err)
+                with box.entered():
+                    if passthrough:
+                        proc = _popen(argv, cwd, env, stdin=stdin, stdout=None,
+                                      stderr=None)
+                    else:
+                        proc = _popen(argv, cwd, env, stdin=subprocess.DEVNULL
+                                      if stdin is None else stdin,
+                                      stdout=out, stderr=err)
+        box.started(proc.pid)
         timed_out = False
         try:
             if mask is not None:
@@ -222,26 +235,27 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             _wait(proc, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc.pid)
+            box.kill()
             proc.wait()
         except BaseException:
             # Interrupted (^C, SIGTERM turned into SystemExit): the group
             # is in its own session, so the terminal's SIGINT never
             # reached it; it must not outlive us.
-            _kill_group(proc.pid)
+            box.kill()
             proc.wait()
+            box.finish()
             raise
-        else:
-            # The leader is gone; children it left in its group must not
-            # outlive the case (they could still write into the scratch).
-            _kill_group(proc.pid)
-        return _ended(argv, proc.returncode, timed_out, start, out, err, trace)
+        # The leader is gone; what it started must not outlive the case
+        # (it could still write into the scratch)
+        outlived = box.finish()
+        return _ended(argv, proc.returncode, timed_out, start, out, err, trace,
+                      [] if timed_out else outlived)
 
 
-def _ended(argv, rc, timed_out, start, out, err, trace):
+def _ended(argv, rc, timed_out, start, out, err, trace, outlived=()):
     """The Run of argv, started at monotonic time START, ended now with
     Popen's returncode RC (-N: signal N); its output read from OUT and
-    ERR."""
+    ERR; OUTLIVED: what it left running (Run.outlived)."""
     duration = time.monotonic() - start
     stdout, out_cut = _read_capped(out, OUTPUT_CAP)
     stderr, err_cut = _read_capped(err, OUTPUT_CAP)
@@ -251,7 +265,8 @@ def _ended(argv, rc, timed_out, start, out, err, trace):
                timed_out=timed_out, duration=duration,
                stdout=stdout, stderr=stderr,
                stdout_truncated=out_cut, stderr_truncated=err_cut,
-               trace_path=Path(trace) if trace is not None else None)
+               trace_path=Path(trace) if trace is not None else None,
+               outlived=list(outlived))
 
 
 def _cannot_start(argv, e):
@@ -433,6 +448,14 @@ def _kill_group(pgid):
 # ---------------------------------------------------------------- fork server
 
 CLOSE_WAIT = 5.0    # seconds a fork server has to go after end of file
+# A request's variable that the server's child takes as the cgroup to
+# join (faults/serve.c), never put in the program's environment.
+SERVE_CGROUP = "CRASHCHECK_CGROUP"
+
+
+@contextmanager
+def _nothing():
+    yield
 
 
 class ServerUnavailable(Exception):
@@ -462,7 +485,8 @@ class ForkServer:
     case after case, and exec with the dynamic loader is most of what a
     short run costs. The run is otherwise what run() gives: a session of
     its own, its group killed at the time limit and when it ends, output
-    capped.
+    capped; a box (contain.Box) that its child joins before the program
+    runs.
 
     Only for sweep cases of one command line; ServerUnavailable when the
     program cannot be served (the library did not load, a thread before
@@ -485,6 +509,7 @@ class ForkServer:
         # high, where the program's own descriptors do not go; the run's
         # process closes it before the program's first call
         slot = min(soft if soft != resource.RLIM_INFINITY else 1024, 1024) - 65
+        self._session = contain.session()
         self.argv = list(argv)
         self.pid = None
         self._sock, theirs = socket.socketpair(socket.AF_UNIX,
@@ -495,9 +520,15 @@ class ForkServer:
         try:
             env = build_env(program=argv[0], cwd=home)
             env["CRASHCHECK_SERVE"] = str(slot)
-            proc = _spawn(self.argv, home, env, sink, sink,
-                          extra=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), slot)])
+            # in its own cgroup (of the session's, so that it goes with
+            # them), not in a run's, whose end kills all
+            srv = self._session.local().srv
+            with contain.inside(srv) if srv else _nothing():
+                proc = _spawn(self.argv, home, env, sink, sink,
+                              extra=[(os.POSIX_SPAWN_DUP2, theirs.fileno(),
+                                      slot)])
             self.pid = proc.pid
+            self._session.owned.add(self.pid)
             os.close(sink)
             sink = None
             theirs.close()
@@ -542,6 +573,10 @@ class ForkServer:
                     "CRASHCHECK_TRACE_FULL": None if trace_full is None
                     else full_range(trace_full)}
         assert set(settings) == set(RUN_VARS)
+        box = contain.Box()
+        if box.cgroup is not None:
+            # not a variable of the program's: the child joins it first
+            settings[SERVE_CGROUP] = box.cgroup
         request = b"\0".join(
             [os.fsencode(cwd)] +
             [os.fsencode(f"{k}={v}" if v is not None else k)
@@ -549,17 +584,22 @@ class ForkServer:
         with _capture_file("stdout") as out, _capture_file("stderr") as err:
             start = time.monotonic()
             try:
-                status, timed_out = self._one_run(request, out, err, timeout)
+                status, timed_out = self._one_run(request, out, err, timeout,
+                                                  box)
             except BaseException:
                 # Interrupted, or the server went wrong: it is done with.
                 # End of file makes it kill a run whose pid we missed.
+                box.kill()
                 self.close()
+                box.finish()
                 raise
+            outlived = box.finish()
             return _ended(self.argv, os.waitstatus_to_exitcode(status),
-                          timed_out, start, out, err, trace)
+                          timed_out, start, out, err, trace,
+                          [] if timed_out else outlived)
 
-    def _one_run(self, request, out, err, timeout):
-        """(wait status, timed out) of the run of request."""
+    def _one_run(self, request, out, err, timeout, box):
+        """(wait status, timed out) of the run of request, in BOX."""
         try:
             socket.send_fds(self._sock, [request],
                             [self._null, out.fileno(), err.fileno()])
@@ -573,18 +613,21 @@ class ForkServer:
         if started.startswith("fail "):
             raise ServerUnavailable(started[len("fail "):])
         pid, = _answer(started, "pid", 1)
+        box.started(pid)
         timed_out = False
         try:
+            done = self._receive(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            box.kill()
             try:
-                done = self._receive(timeout)
+                # killed, the run ends at once; a server that does not say
+                # so (stopped, wedged) is done with, and the case runs
+                # again exec'd
+                done = self._receive(contain.KILL_WAIT)
             except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(pid)
-                done = self._receive(None)
-        finally:
-            # at the time limit, interrupted, or done: the run's group
-            # (children it left included) must not outlive it
-            _kill_group(pid)
+                raise ServerUnavailable("the fork server does not answer") \
+                    from None
         done_pid, status = _answer(done, "exit", 2)
         if done_pid != pid:
             raise ServerUnavailable(f"unexpected answer {done!r}")
@@ -611,3 +654,4 @@ class ForkServer:
                     proc.wait()
             except ChildProcessError:
                 pass
+            self._session.owned.discard(proc.pid)

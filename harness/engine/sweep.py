@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import zlib
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT
-from . import calls, fullfs, pool, runner, trace
+from . import calls, contain, fullfs, pool, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -421,7 +422,10 @@ def enumerate_cases(specs, settings, log=print):
         # link to it, so every process finds it where it always was;
         # with --keep it stays a directory in the results.
         link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(runner.make_scratch(WORK_PREFIX), link)
+        scratch = runner.make_scratch(WORK_PREFIX)
+        # removed by the watchdog should this process be killed outright
+        contain.session().remove_later(scratch)
+        os.symlink(scratch, link)
     work = settings.work
     all_combos = list(combos(specs))
     log(f"crashcheck: recording {len(all_combos)} baseline runs "
@@ -450,15 +454,19 @@ def enumerate_cases(specs, settings, log=print):
         workers, results = pool.start(baseline, range(len(all_combos)), jobs,
                                       pool.chunk_size(len(all_combos), jobs, 8))
     else:
-        workers, results = None, ((baseline(i), None)
+        workers, results = None, (_guarded(baseline, i)
                                   for i in range(len(all_combos)))
     cases = []
     finished = False
     try:
         for combo, (mine, error) in zip(all_combos, results):
             if error is not None:
-                raise RuntimeError(f"{combo.prefix}: recording the baseline "
-                                   f"failed:\n{error}")
+                # the combo's baseline case says so; its other cases
+                # cannot be enumerated without it
+                mine = [Case(id=f"{combo.prefix}-baseline", combo=combo.prefix,
+                             kind="baseline",
+                             error="the baseline could not be recorded: "
+                                   + failure_line(error))]
             if isinstance(mine, runner.SetupError):
                 raise mine
             for c in mine:
@@ -473,6 +481,24 @@ def enumerate_cases(specs, settings, log=print):
 
 
 WORK_PREFIX = "crashcheck-work-"
+
+
+def _guarded(job, item):
+    """(JOB(item), None), or (None, the traceback) where it raised: what
+    a pool gives (harness/engine/pool.py), in this process."""
+    try:
+        return job(item), None
+    except Exception:
+        import traceback
+        return None, traceback.format_exc()
+
+
+def failure_line(error):
+    """The one line of a failure's text (a traceback, or how a pool
+    process died) that says what went wrong: its last."""
+    lines = [line.strip() for line in str(error).strip().splitlines()
+             if line.strip()]
+    return lines[-1] if lines else "unknown error"
 
 
 def remove_work(work):
@@ -724,7 +750,8 @@ def load_run(scratch):
                      signal=info["signal"], timed_out=info["timed_out"],
                      duration=info["duration"],
                      stdout=b"", stderr=info["stderr"].encode(),
-                     trace_path=scratch / "trace.jsonl")
+                     trace_path=scratch / "trace.jsonl",
+                     outlived=info.get("outlived", []))
     return Outcome(run=run, scratch=scratch,
                    records=trace.load(scratch / "trace.jsonl"))
 
@@ -733,7 +760,7 @@ def save_run(out):
     r = out.run
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
-            "stderr": r.stderr_text()}
+            "stderr": r.stderr_text(), "outlived": r.outlived}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -826,7 +853,9 @@ class Judge:
         return out
 
     def run_checker(self, combo, state, claimed):
-        scratch = runner.make_scratch("crashcheck-state-")
+        scratch = (Path(tempfile.mkdtemp(prefix="state-", dir=self.scratch_root))
+                   if self.scratch_root is not None
+                   else runner.make_scratch("crashcheck-state-"))
         try:
             explorer.layout(state, scratch)
             return self.check(combo, scratch, "new" if claimed else "old-or-new")
@@ -840,17 +869,48 @@ class Judge:
                                      new=f"../{INPUT}/{NEW}",
                                      strategy=combo.strategy)
         env = dict(os.environ, CRASHCHECK_EXPECT=expect)
+        limit = timeout_of(combo, self.settings)
         run = runner.run(argv, cwd=directory, env=env, preload=False,
-                         timeout=timeout_of(combo, self.settings))
+                         timeout=limit)
         text = (run.stdout + run.stderr).decode("utf-8", "replace")
-        status = run.status if run.status is not None else 128 + (run.signal or 0)
-        return oracle.CheckResult(status=status, output=text, expect=expect)
+        # A checker that cannot answer says nothing about the state: the
+        # case cannot be judged (never torn or lost-update for it)
+        if run.timed_out:
+            raise CheckerFailed(f"checker timed out after {limit:g} s",
+                                argv, text)
+        if run.signal is not None:
+            raise CheckerFailed("checker was killed by "
+                                + _signal_name(run.signal), argv, text)
+        if run.outlived:
+            raise CheckerFailed("a process the checker started outlived it: "
+                                + ", ".join(run.outlived), argv, text)
+        return oracle.CheckResult(status=run.status, output=text, expect=expect)
 
     # ---- the case
     def execute(self, case):
         """Run and judge one case; its results.json entry. With `hold`
         set, the case's scratch directory is kept in last_scratch (and
-        the crash states judged in last_states) for `crashcheck replay`."""
+        the crash states judged in last_states) for `crashcheck replay`.
+        A checker that cannot answer makes the case a harness-error."""
+        try:
+            return self._execute(case)
+        except CheckerFailed as e:
+            return self.failed(case, e.reason, e.detail())
+
+    def failed(self, case, reason, detail=""):
+        """The result of a case that could not be judged: harness-error,
+        with REASON (one line) and DETAIL (a traceback, a checker's
+        output)."""
+        combo = self.combos[case.combo]
+        explanation = (
+            "crashcheck could not judge this case: " + reason + ". This "
+            "says nothing about the program and is never a pass.")
+        if detail:
+            explanation += " Details: " + " ".join(detail.split())[-1500:]
+        return self.result(case, combo, oracle.Verdict(
+            "harness-error", reason, explanation), None, states=0)
+
+    def _execute(self, case):
         self.last_states, self.last_out, self.last_scratch = [], None, None
         combo = self.combos[case.combo]
         old, new = contents(combo)
@@ -860,6 +920,8 @@ class Judge:
         if case.skip:
             verdict = oracle.judge(oracle.Outcome(skip=case.skip, **base))
             return self.result(case, combo, verdict, None, states=0)
+        if case.error and case.error.startswith("the baseline could not"):
+            return self.failed(case, case.error)
         if case.error:
             out = load_run(self.work / combo.prefix)
             verdict = oracle.Verdict("harness-error", case.error, (
@@ -873,6 +935,10 @@ class Judge:
         if case.kind == "powerloss":
             out, points = self.baseline_points(combo, case.model)
             self.last_out = out
+            if outlived(out.run):
+                # the trace may lack the late writes of what outlived it
+                return self.result(case, combo, outlived_verdict(out.run),
+                                   out, states=0, keep=False)
             point = points[case.point]
             st = self.states(combo, [point])
             renamed = self.first_rename(combo, out)
@@ -1021,9 +1087,12 @@ class Judge:
         included: a fork server of the same command line started there.
         A held case (replay), a full-disk spec or no scratch_root: a
         fresh directory, removed after."""
-        if self.hold or self.scratch_root is None or \
-                getattr(combo.spec, "disk", "normal") == "full":
+        if self.hold or self.scratch_root is None:
             return runner.make_scratch(), False
+        if getattr(combo.spec, "disk", "normal") == "full":
+            # under the root too: removed with it should this process die
+            return Path(tempfile.mkdtemp(prefix="full-",
+                                         dir=self.scratch_root)), False
         if self._scratch is not None and self._scratch.is_dir():
             if self._scratch_combo == combo.prefix:
                 return self._scratch, True
@@ -1128,6 +1197,9 @@ class Judge:
         if has_thin and run.timed_out and any(
                 r.get("thin") for r in excerpt_around(out, case.call)):
             return None
+        if outlived(run, faulted):
+            return self.result(case, combo, outlived_verdict(run), out,
+                               states=0, keep=keep)
         # a hard fault in a run that claims success: the oracle asks
         # whether it hit the data path, and whether the program retried
         hard_ok = run.status == 0 and case.kind in oracle.HARD
@@ -1267,10 +1339,14 @@ class Judge:
             "duration": round(run.duration, 6) if run else 0.0,
         }
         if out is not None and keep and (finding or self.settings.keep):
-            res["dir"] = save_case_dir(
-                self.settings.out, res, out,
-                [fmt(r) for r in trace.steps(out.records)],
-                combo)
+            try:
+                res["dir"] = save_case_dir(
+                    self.settings.out, res, out,
+                    [fmt(r) for r in trace.steps(out.records)],
+                    combo)
+            except (OSError, shutil.Error, trace.TraceError) as e:
+                # the verdict stands; where to look is gone
+                res["dir_error"] = f"its directory could not be saved: {e}"
         return res
 
 
@@ -1321,6 +1397,53 @@ class Judge:
         if location is not None:
             text += f" ({entry['call']} at {location['text']})"
         return entry, location, text
+
+
+class CheckerFailed(Exception):
+    """A spec's checker that timed out, died of a signal or left a
+    process behind: the state it was asked about cannot be judged."""
+
+    def __init__(self, reason, argv, output):
+        super().__init__(reason)
+        self.reason, self.argv, self.output = reason, argv, output
+
+    def detail(self):
+        return (f"checker {' '.join(map(str, self.argv))}"
+                + (f"; its output: {self.output}" if self.output.strip()
+                   else ""))
+
+
+def _signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def outlived(run, faulted=()):
+    """Whether RUN left processes running when it ended (runner.Run.outlived)
+    that were not part of a planned crash (the library's SIGKILL of the
+    program, whose children a real crash takes too) or of a hang."""
+    if not run.outlived or run.timed_out:
+        return False
+    planned = run.signal == 9 and any(r.get("ev") == "crash" for r in faulted)
+    return not planned
+
+
+def outlived_verdict(run):
+    """harness-error for a run that left processes running."""
+    names = ", ".join(run.outlived[:5]) + (
+        f" and {len(run.outlived) - 5} more" if len(run.outlived) > 5 else "")
+    return oracle.Verdict(
+        "harness-error",
+        f"processes it started outlived it (killed then): {names}",
+        "When the program ended, processes it had started were still "
+        "running (a daemon that forked away and called setsid, a child "
+        "nobody waited for). crashcheck killed them, but what they would "
+        "have written later is missing from this case, and their writes "
+        "could have landed in another case's files: the case cannot be "
+        "judged. Make the program wait for its children before it exits "
+        "(or run the part that writes in the foreground).")
 
 
 EXCERPT_LINES = 40
@@ -1414,7 +1537,10 @@ def save_case_dir(outdir, res, out, excerpt, combo):
     difference from old and new, for a person to read."""
     d = outdir / "cases" / safe_name(res["id"])
     if d.exists():
-        shutil.rmtree(d)
+        # an earlier run's, if crashcheck's (commands/outdir.py); a
+        # directory of the user's by that name stops us
+        from ..commands.outdir import remove_case_dir
+        remove_case_dir(d)
     d.mkdir(parents=True)
     head = []
     if out.trace_from is not None:

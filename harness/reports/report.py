@@ -50,7 +50,9 @@ TIMING_KEYS = ("started", "finished", "duration")
 
 # Metadata keys that describe the run and sit at the summary's top level
 # (design.md); every other non-timing key goes under summary["run"].
-RUN_TOP_KEYS = ("seed", "command")
+# expected: how many cases the run was to judge; interrupted: what
+# stopped it early ("SIGTERM"), or null.
+RUN_TOP_KEYS = ("seed", "command", "expected", "interrupted")
 
 # Fields every case must carry for a report to be made of it.
 REQUIRED = {"id": str, "workload": str, "kind": str, "verdict": str,
@@ -286,9 +288,15 @@ def summarize(cases, meta):
     grouped = defects(cases)
     timing["case_seconds"] = round(sum(
         float(c.get("duration") or 0) for c in cases), 6)
+    expected, interrupted = _completeness(top, len(cases))
 
     return {
         "cases": counts["cases"],
+        # the run's cases against those judged: a run that did not judge
+        # every case it was to (interrupted, or cases missing) never passes
+        "expected": expected,
+        "missing": max(0, expected - len(cases)),
+        "interrupted": interrupted,
         "verdicts": verdicts,
         "findings": counts["findings"],
         "failed": counts["failed"],
@@ -312,12 +320,34 @@ def summarize(cases, meta):
         # shard: its catching case may be in another shard)
         "variants_judged": judged,
         "passed": (counts["failed"] == 0 and counts["harness_errors"] == 0
-                   and not not_caught),
+                   and not not_caught and interrupted is None
+                   and expected <= len(cases)),
         "seed": top["seed"],
         "command": top["command"],
         "run": run,
         "timing": timing,
     }
+
+
+def _completeness(top, judged):
+    """(expected, interrupted) of the summary from the metadata's
+    "expected" (cases the run was to judge; JUDGED when not given) and
+    "interrupted" (what stopped it: a string, or an object as a summary
+    holds it)."""
+    expected = top.get("expected")
+    if expected is None:
+        expected = judged
+    if not isinstance(expected, int) or isinstance(expected, bool) \
+            or expected < 0:
+        raise ReportError("meta: 'expected' must be a number of cases")
+    by = top.get("interrupted")
+    if isinstance(by, dict):
+        by = by.get("by")
+    if by is None:
+        return expected, None
+    if not isinstance(by, str) or not by:
+        raise ReportError("meta: 'interrupted' must say what stopped the run")
+    return expected, {"by": by, "ran": judged, "of": expected}
 
 
 def _kind_order(kinds):
@@ -500,9 +530,12 @@ def _merge_meta(metas):
                 f"'{path}': seed {meta.get('seed')!r} differs from seed "
                 f"{first.get('seed')!r} of '{first_path}' "
                 "(shards of one run share a seed)")
-    # A shard's "not caught" is not the run's: the merged cases decide.
+    # A shard's "not caught" is not the run's: the merged cases decide;
+    # so do they how many cases there are (merge refuses an incomplete
+    # input: harness/commands/merge.py)
     merged = {k: v for k, v in first.items()
-              if k not in TIMING_KEYS and k not in ("timing", "not_caught")}
+              if k not in TIMING_KEYS and k not in (
+                  "timing", "not_caught", "expected", "interrupted")}
     models = []
     for _, meta, _ in metas:
         for m in meta.get("models") or []:
@@ -705,10 +738,17 @@ def _plural(n, word, plural=None):
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
+def outcome_word(summary):
+    """PASS, FAIL, or INTERRUPTED: what a report says first."""
+    if summary.get("interrupted"):
+        return "INTERRUPTED"
+    return "PASS" if summary["passed"] else "FAIL"
+
+
 def summary_sentences(summary):
     """The one-paragraph story of the run, as plain-text sentences."""
     s = summary
-    verdict = "PASS" if s["passed"] else "FAIL"
+    verdict = outcome_word(s)
     found = _plural(s["findings"], "finding")
     if s["findings"]:
         found += f" ({_plural(len(s['defects']), 'defect')})"
@@ -716,8 +756,22 @@ def summary_sentences(summary):
               _plural(s["failed"], "failure"),
               _plural(s["harness_errors"], "harness error"),
               f"{s['skipped']} skipped"]
-    first = f"{verdict}: {_plural(s['cases'], 'case')}, " + ", ".join(counts) + "."
+    if s.get("interrupted") and not s["interrupted"]["of"]:
+        first = (f"{verdict} ({s['interrupted']['by']}) before its cases "
+                 "were enumerated: no case ran.")
+    elif s.get("interrupted"):
+        i = s["interrupted"]
+        first = (f"{verdict} ({i['by']}): {i['ran']} of "
+                 f"{_plural(i['of'], 'case')} ran, " + ", ".join(counts)
+                 + "; the rest were never judged.")
+    else:
+        first = (f"{verdict}: {_plural(s['cases'], 'case')}, "
+                 + ", ".join(counts) + ".")
     out = [first]
+    if s.get("missing") and not s.get("interrupted"):
+        out.append(f"{_plural(s['missing'], 'case')} of the "
+                   f"{s['expected']} the run was to judge have no result: "
+                   "the run is not a pass.")
     if s["caught"]:
         n = s["caught"]
         out.append(f"Of the findings, {n} "
@@ -943,10 +997,13 @@ def _markdown_text(cases, summary, lessons):
     LESSONS."""
     kinds, rows = matrix(cases, summary["variants"],
                          summary["variants_judged"])
-    out = ["# crashcheck report", ""]
+    word = outcome_word(summary)
+    # an interrupted run says so on the first line
+    out = ["# crashcheck report" + (": INTERRUPTED" if word == "INTERRUPTED"
+                                    else ""), ""]
 
     para = " ".join(md_text(s) for s in summary_sentences(summary))
-    para = para.replace("PASS:", "**PASS**:", 1).replace("FAIL:", "**FAIL**:", 1)
+    para = para.replace(f"{word}", f"**{word}**", 1)
     facts = run_facts(summary)
     fact_text = "; ".join(
         f"{label} {md_code(value) if label == 'command' else md_text(value)}"
@@ -1504,15 +1561,18 @@ def _html_text(cases, summary, lessons):
     s = summary
     ok = s["passed"]
     blocks = _html_blocks(cases, s)
+    word = outcome_word(s)
     uncaught_wls = {v["workload"] for v in s["variants"]
                     if not v["met"] and s["variants_judged"]}
 
     h = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
          '<meta name="viewport" content="width=device-width, initial-scale=1">',
-         f'<title>crashcheck report: {"PASS" if ok else "FAIL"}</title>',
+         f'<title>crashcheck report: {word}</title>',
          f"<style>{_CSS}</style></head><body>", "<header>",
          f'<h1>crashcheck report <span class="badge {"pass" if ok else "fail"}">'
-         f'{"PASS" if ok else "FAIL"}</span></h1>']
+         f'{word}</span></h1>']
+    if s.get("interrupted"):
+        h.append('<p class="lead">' + esc(summary_sentences(s)[0]) + "</p>")
     h.append('<p class="lead">' + esc(" ".join(summary_sentences(s)[1:]))
              + "</p>" if len(summary_sentences(s)) > 1 else "")
 
@@ -1723,10 +1783,17 @@ def _junit_bytes(cases, s):
     """junit_bytes() of checked CASES, sorted, and their summary S."""
     unmet = s["not_caught"]
     st = Counter(status(c) for c in cases)
-    attrs = {"name": "crashcheck",
-             "tests": str(len(cases) + len(unmet)),
+    # a run that did not judge every case is an error of the suite
+    incomplete = []
+    if s.get("interrupted"):
+        incomplete.append(("interrupted", summary_sentences(s)[0]))
+    elif s.get("missing"):
+        incomplete.append(("missing", summary_sentences(s)[1]))
+    attrs = {"name": "crashcheck" + (" (INTERRUPTED)" if s.get("interrupted")
+                                     else ""),
+             "tests": str(len(cases) + len(unmet) + len(incomplete)),
              "failures": str(st["failed"] + len(unmet)),
-             "errors": str(st["harness-error"]),
+             "errors": str(st["harness-error"] + len(incomplete)),
              "skipped": str(st["skipped"]),
              "time": f"{_run_seconds(s['timing']):.3f}"}
     root = ET.Element("testsuites", attrs)
@@ -1783,8 +1850,20 @@ def _junit_bytes(cases, s):
             "type": "not-caught",
             "message": _one_line(f"buggy variant not caught: {line}")})
         el.text = _clean(el.get("message"))
+    for kind, line in incomplete:
+        tc = ET.SubElement(suite, "testcase", {
+            "classname": "crashcheck.run", "name": kind, "time": "0.000"})
+        el = ET.SubElement(tc, "error", {"type": kind,
+                                         "message": _one_line(line)})
+        el.text = _clean(line)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    text = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    if incomplete:
+        # said before anything else the suite holds
+        note = _clean(incomplete[0][1]).replace("--", "- -")
+        text = text.replace(b"?>\n", b"?>\n<!-- crashcheck: "
+                            + note.encode("utf-8") + b" -->\n", 1)
+    return text
 
 
 # ---------------------------------------------------------------------------
