@@ -199,3 +199,23 @@ def test_the_call_site_decides_when_the_trace_has_it():
     assert keys[0]["site"] == "/bin/saver+0x1234"
     assert keys[0]["key"] != keys[1]["key"]
     assert keys[0]["key"] == keys[2]["key"]
+
+
+def test_a_file_the_run_made_was_made_to_be_written():
+    # gawk -i inplace: mkstemp opens the temp file below the interposer,
+    # dup2 makes it stdout; only its fflush and close are in the trace
+    fflush = rec(5, "fflush", "target.gawk.x1", fd=1, ino=11, ret=-1)
+    assert causes.on_data_path(fflush, trace(fflush))
+    # a file that was there at the start, and a directory, were not
+    fflush = rec(5, "fflush", "target", fd=1, ino=10, ret=-1)
+    assert not causes.on_data_path(fflush, trace(fflush))
+    close = rec(5, "close", ".", fd=4, ino=2, ret=-1, dir=True)
+    assert not causes.on_data_path(close, trace(close))
+
+
+def test_a_planned_crash_before_the_call_stands_for_it():
+    crash = {"ev": "crash", "seq": 4, "pid": 2, "call": "fclose", "n": 2,
+             "when": "before", "rule": 0}
+    r = causes.deciding_record(Cause("write the new content in full", call="fclose#2"),
+                               (), faulted=[crash], base=W)
+    assert r is crash

@@ -598,3 +598,46 @@ def test_a_program_that_syncs_nothing_is_told_both_fsyncs():
     v = O.judge(outcome(kind="powerloss", crash_states=[st],
                         calls=frozenset(("openat", "write", "fsync", "rename"))))
     assert v.explanation.endswith("fsync the directory after the rename.")
+
+
+def test_a_target_moved_away_and_left_incomplete():
+    # vim: its write open fails, it renames the target to target~ and
+    # leaves an empty target in its place, and exits 1
+    o = eio(plan="open#8=EIO", target=b"", stderr="", target_removed=True)
+    v = O.judge(o)
+    assert v.verdict == "torn"
+    assert v.cause == O.Cause(O.RULE_KEEP_TARGET, change=("unlink", "target"))
+    assert "moved the old one away" in v.explanation
+    assert "rewrit" not in v.explanation and "in place:" not in v.explanation
+    # renamed over beats moved away: the rename is the step that was early
+    v = O.judge(eio(target=b"", target_removed=True, target_renamed=True))
+    assert v.cause.rule == O.RULE_WHOLE_BEFORE_RENAME
+
+
+def test_a_program_that_made_a_new_file_under_the_name_is_not_told_to_rename():
+    # install, tar: unlink the target, create it anew, never sync
+    st = FullState("after exit, state 1", OLD, True, "the creation of 'target' did not persist",
+                   "fsync the directory after the rename", [], [Change("create", "target")])
+    v = O.judge(outcome(kind="powerloss", crash_states=[st],
+                        calls=frozenset(("unlinkat", "openat", "close"))))
+    assert "renam" not in v.explanation
+    assert v.explanation.endswith("fsync the new file, and its directory after creating "
+                                  "it: the program syncs nothing.")
+    v = O.judge(outcome(kind="powerloss", crash_states=[st],
+                        calls=frozenset(("unlinkat", "openat", "fsync", "close"))))
+    assert v.explanation.endswith("fsync the directory after creating the file.")
+
+
+def test_a_fault_in_a_program_that_loses_data_anyway_shows_that_defect():
+    # sqlite's rollback journal: its baseline is not durable (no directory
+    # fsync after the unlink); a close error it ignores changes nothing
+    st = FullState("after exit, state 2", OLD, True,
+                   "the unlink of 'kv.db-journal' did not persist", "",
+                   [], [Change("unlink", "kv.db-journal")])
+    o = recovered(stderr="", plan="close#3=EIO", crash_states=[st])
+    assert O.judge(o).verdict == "unreported-error"
+    o = recovered(stderr="", plan="close#3=EIO", crash_states=[st], known_at_risk=True)
+    v = O.judge(o)
+    assert v.verdict == "not-durable"
+    assert v.cause == O.Cause("fsync the directory after removing 'kv.db-journal'",
+                              change=("unlink", "kv.db-journal"))

@@ -204,6 +204,8 @@ class Outcome:
         self.trace_full = trace_full
         # snapshot contents read for this run's explorations: hash -> bytes
         self.blobs = {}
+        # the faulted call on the data path that decides (Judge.judge_run)
+        self.deciding = None
 
     @property
     def has_thin(self):
@@ -663,24 +665,28 @@ def fault_retried(faulted, calls_after):
                for r in faulted)
 
 
-def on_data_path(faulted, out):
-    """Whether a fired fault hit a call on the data path (causes.
+def data_path_hit(faulted, out):
+    """The first call a fired fault hit on the data path (causes.
     on_data_path) that touches the scratch directory (the target, its temp
-    files, the directory) or is a whole-system sync: a program that
-    swallows such an error put its data at risk, or broke the discipline
-    of checking errors. The run's whole trace is read for a close (what
+    files, the directory) or is a whole-system sync, or None: a program
+    that swallows such an error put its data at risk, or broke the
+    discipline of checking errors. A fault that keeps firing ("close#2+=")
+    may hit a read-only close first and a written file's close after it:
+    the latter decides. The run's whole trace is read for a close (what
     its descriptor was opened for)."""
-    hit = [r for r in trace.calls(faulted)
-           if r.get("fault") and touches(r, out.workdir)]
-    return any(causes.on_data_path(r, out.records if r["call"] in
-                                   causes.CLOSE_CALLS | causes.STREAM_CALLS
-                                   else ()) for r in hit)
-
-
-def fault_path(faulted, out):
-    """The file the first faulted call hit, as the program named it
-    ("target.tmp"), for the finding; None when it has none."""
     for r in trace.calls(faulted):
+        if r.get("fault") and touches(r, out.workdir) and causes.on_data_path(
+                r, out.records if r["call"] in causes.CLOSE_CALLS
+                | causes.STREAM_CALLS else ()):
+            return r
+    return None
+
+
+def fault_path(faulted, out, hit=None):
+    """The file the faulted call HIT (else the first faulted call) named,
+    as the program named it ("target.tmp"), for the finding; None when it
+    has none."""
+    for r in [hit] if hit is not None else trace.calls(faulted):
         if r.get("fault"):
             path = r.get("path")
             if not path:
@@ -821,16 +827,53 @@ class Judge:
             calls = self._calls[combo.prefix] = call_names(out.records)
         return calls
 
+    def baseline_at_risk(self, combo):
+        """Whether the combo's baseline (no fault) exited 0 and yet left an
+        after-exit crash state without the new content, under a model of
+        the sweep; once per process."""
+        key = ("at-risk", combo.prefix)
+        if key not in self._calls:
+            out = load_run(self.work / combo.prefix)
+            risk = False
+            if out.run.status == 0:
+                exits = explorer.explore_exit(
+                    out.records, out.snapdir, self.settings.models,
+                    target_name(combo.spec), cap=self.settings.cap,
+                    seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
+                old, new = contents(combo)
+                held = self.last_states
+                for m in self.settings.models:
+                    states = self.states(combo, [exits[m]], only_after_exit=True)
+                    v = oracle.judge(oracle.Outcome(
+                        contract=combo.spec.contract, old=old, new=new,
+                        status=0, crash_states=states, target_name=target_name(combo.spec),
+                        **self.visible(combo, out)))
+                    if v.verdict != "ok":
+                        risk = True
+                        break
+                self.last_states = held
+            self._calls[key] = risk
+        return self._calls[key]
+
     def first_rename(self, combo, out):
-        """The seq of the first rename over the target in a combo's
-        baseline OUT, or None; once per process."""
+        """(seq of the first rename over the target, seq of the first
+        rename or unlink of the target's own entry) in a combo's baseline
+        OUT, each None when there is none; once per process."""
         key = ("rename", combo.prefix)
         if key not in self._calls:
             name, base = target_name(combo.spec), str(out.workdir)
-            self._calls[key] = next(
-                (r["seq"] for r in trace.calls(out.records)
-                 if r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
-                 and causes.named(r.get("path2"), name, base)), None)
+            over = away = None
+            for r in trace.calls(out.records):
+                call = r.get("call")
+                if r.get("ret", -1) < 0:
+                    continue
+                if call in causes.RENAME_CALLS and over is None and \
+                        causes.named(r.get("path2"), name, base):
+                    over = r["seq"]
+                if (call in causes.RENAME_CALLS or call in causes.UNLINK_CALLS) \
+                        and away is None and causes.named(r.get("path"), name, base):
+                    away = r["seq"]
+            self._calls[key] = (over, away)
         return self._calls[key]
 
     def states(self, combo, points, only_after_exit=False):
@@ -941,11 +984,12 @@ class Judge:
                                    out, states=0, keep=False)
             point = points[case.point]
             st = self.states(combo, [point])
-            renamed = self.first_rename(combo, out)
+            renamed, removed = self.first_rename(combo, out)
             verdict = oracle.judge(oracle.Outcome(
                 status=out.run.status, crash_states=st, **self.visible(combo, out),
                 target_name=target_name(combo.spec),
                 target_renamed=renamed is not None and renamed <= point.seq,
+                target_removed=removed is not None and removed <= point.seq,
                 calls=self.baseline_calls(combo, out), **base))
             return self.result(case, combo, verdict, out, states=len(st),
                                 keep=False, upto=point.seq)
@@ -1203,10 +1247,14 @@ class Judge:
         # a hard fault in a run that claims success: the oracle asks
         # whether it hit the data path, and whether the program retried
         hard_ok = run.status == 0 and case.kind in oracle.HARD
+        # the call that decides: the first one on the data path
+        out.deciding = data_path_hit(faulted, out) if hard_ok else None
         facts = dict(
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
-            fault_on_data_path=hard_ok and on_data_path(faulted, out),
-            fault_path=fault_path(faulted, out),
+            fault_on_data_path=out.deciding is not None,
+            fault_path=fault_path(faulted, out, out.deciding),
+            fault_call=f"{out.deciding['call']}#{out.deciding['n']}"
+            if out.deciding is not None else None,
             fault_retried=fault_retried(faulted, out.calls_after)
             if hard_ok else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
@@ -1222,8 +1270,10 @@ class Judge:
             return None
         if verdict.cause is not None and verdict.cause.change == (
                 "overwrite", target_name(combo.spec)):
-            # in place, or a whole temp file renamed over it too early?
-            facts["target_renamed"] = self.renamed_over(case, combo, out)
+            # in place, a temp file renamed over it too early, or the
+            # old one moved away first?
+            facts["target_renamed"], facts["target_removed"] = \
+                self.target_history(case, combo, out)
             verdict = oracle.judge(oracle.Outcome(**facts))
         judged, model, states = 0, None, []
         # A program that claims success is also judged at its after-exit
@@ -1262,6 +1312,12 @@ class Judge:
                     verdict, states = first
             if thin and not verdict.ok:
                 return None
+            if verdict.verdict == "unreported-error" and verdict.state and \
+                    self.baseline_at_risk(combo):
+                # the baseline loses the data the same way: that defect,
+                # not the fault's
+                facts["known_at_risk"] = True
+                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
             if verdict.verdict == "ignored-error" and committed_before(
                     self, combo, out, faulted):
                 # the new content was durable before the faulted call:
@@ -1350,24 +1406,30 @@ class Judge:
         return res
 
 
-    def renamed_over(self, case, combo, out):
-        """Whether the program renamed a file over the target before it
-        stopped: in OUT's trace, or for a lite run (whose trace starts at
-        its fault) in its baseline's before the faulted call."""
-        records = out.records
-        base = str(out.workdir)
+    def target_history(self, case, combo, out):
+        """(renamed over, removed): whether the program renamed a file
+        over the target, and whether it renamed the target's own entry
+        away or unlinked it, before it stopped: in OUT's trace, and for a
+        lite run (whose trace starts at its fault) in its baseline's
+        before the faulted call."""
         name = target_name(combo.spec)
+        parts = [(trace.calls(out.records), str(out.workdir), None)]
         if out.trace_from is not None:
             baseline = load_run(self.work / combo.prefix)
-            found = any(r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
-                        and r["seq"] < case.at and causes.named(
-                            r.get("path2"), name, str(baseline.workdir))
-                        for r in trace.calls(baseline.records))
-            if found:
-                return True
-        return any(r.get("call") in causes.RENAME_CALLS and r.get("ret", -1) >= 0
-                   and causes.named(r.get("path2"), name, base)
-                   for r in trace.calls(records))
+            parts.append((trace.calls(baseline.records), str(baseline.workdir),
+                          case.at))
+        over = away = False
+        for records, base, before in parts:
+            for r in records:
+                if (before is not None and r["seq"] >= before) or r.get("ret", -1) < 0:
+                    continue
+                call = r.get("call")
+                if call in causes.RENAME_CALLS:
+                    over = over or causes.named(r.get("path2"), name, base)
+                    away = away or causes.named(r.get("path"), name, base)
+                elif call in causes.UNLINK_CALLS:
+                    away = away or causes.named(r.get("path"), name, base)
+        return over, away
 
     def cause(self, case, combo, verdict, out, upto):
         """(cause entry, location, finding) of a finding (causes.describe):
@@ -1387,8 +1449,11 @@ class Judge:
                     baseline = load_run(self.work / combo.prefix)
                     records, base, upto = baseline.records, \
                         str(baseline.workdir), case.at
+            faulted = out.faulted()
+            if out.deciding is not None:
+                faulted = [out.deciding] + list(faulted)
             rec = causes.deciding_record(verdict.cause, records,
-                                         faulted=out.faulted(), base=base, upto=upto)
+                                         faulted=faulted, base=base, upto=upto)
         location = symbols.location(rec.get("at")) if rec is not None else None
         entry, location = causes.describe(
             combo.spec.name, verdict.verdict, verdict.cause, rec, base=base,

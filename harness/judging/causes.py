@@ -38,8 +38,9 @@ CLOSE_CALLS = frozenset(("close", "fclose"))
 # stdio calls that end in a write of the stream's buffer
 STREAM_CALLS = frozenset(("fflush",))
 # open flags that say the descriptor is for writing (the access mode,
-# when the trace carries it, and the flags only a writer gives)
-WRITE_FLAGS = frozenset(("O_WRONLY", "O_RDWR", "O_TRUNC", "O_APPEND"))
+# when the trace carries it, and the flags a writer gives: a file is
+# created to be written)
+WRITE_FLAGS = frozenset(("O_WRONLY", "O_RDWR", "O_TRUNC", "O_APPEND", "O_CREAT"))
 
 
 def _cls(name):
@@ -80,23 +81,32 @@ def open_for_writing(rec, records):
     flushes was open for writing: its open asked to write, or data was
     written through it (or into its file, by this process) since. A
     descriptor whose open the trace does not show (inherited, dup'd)
-    counts as one for writing when its file was written at all before."""
+    counts as one for writing when its file was opened for writing (or
+    written) before, or did not exist when the run started."""
     fd, pid, ino, seq = rec.get("fd"), rec.get("pid"), rec.get("ino"), rec["seq"]
     if fd is None or fd < 0:
         # fflush(NULL) flushes every stream: on the path if any was written
         return any(changes_data(r) and r["seq"] < seq for r in _calls(records))
-    written_before = False
+    # a descriptor whose open the trace does not show (inherited, dup2'd
+    # like gawk's stdout onto its temp file): its file's opens say, and a
+    # file the run made (mkstemp opens below the interposer) was made to
+    # be written
+    init = next((r for r in records if r.get("ev") == "init"), None)
+    start = ((init or {}).get("snap") or {}).get("dir")
+    file_for_writing = (isinstance(start, dict) and ino is not None
+                        and not rec.get("dir") and ino not in start.values())
     for r in reversed([r for r in _calls(records) if r["seq"] < seq]):
         if changes_data(r):
             if (r.get("fd") == fd and r.get("pid") == pid) or \
                     (ino is not None and r.get("ino") == ino):
                 return True
-        if r.get("call") in OPEN_CALLS and r.get("ret", -1) == fd \
-                and r.get("pid") == pid:
-            return bool(WRITE_FLAGS & set(r.get("flags") or ()))
-        if ino is not None and r.get("ino") == ino and changes_data(r):
-            written_before = True
-    return written_before
+        if r.get("call") in OPEN_CALLS and r.get("ret", -1) >= 0:
+            writing = bool(WRITE_FLAGS & set(r.get("flags") or ()))
+            if r.get("ret") == fd and r.get("pid") == pid:
+                return writing
+            if ino is not None and r.get("ino") == ino and writing:
+                file_for_writing = True
+    return file_for_writing
 
 
 def _calls(records):
@@ -131,6 +141,8 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
         return None
     if cause.call:
         hit = [r for r in faulted if r.get("ev") == "call" and r.get("fault")]
+        # a crash before the call leaves no call record, only its own
+        hit += [r for r in faulted if r.get("ev") == "crash"]
         if hit:
             return hit[0]
         name, _, n = cause.call.partition("#")
@@ -159,7 +171,9 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
         return last(renamed_to) or last(
             lambda r: r.get("call") in OPEN_CALLS and named(r.get("path"), name, base))
     if kind == "unlink":
-        return last(lambda r: r.get("call") in UNLINK_CALLS
+        # removed, or renamed away
+        return last(lambda r: (r.get("call") in UNLINK_CALLS
+                               or r.get("call") in RENAME_CALLS)
                     and named(r.get("path"), name, base))
     if kind in ("create", "link"):
         return last(lambda r: (r.get("call") in LINK_CALLS
@@ -216,12 +230,19 @@ def describe(workload, verdict, cause, rec, base=None, location=None):
     site = ""
     if rec is not None:
         call = f"{rec.get('call')}#{rec.get('n')}"
-        path = rec.get("path2") if rec.get("call") in RENAME_CALLS else rec.get("path")
+        # a rename's file is the name it made, unless it stands for the
+        # removal of the name it took away
+        away = cause.change is not None and cause.change[0] == "unlink"
+        path = rec.get("path2") if rec.get("call") in RENAME_CALLS and not away \
+            else rec.get("path")
         file = _rel(path, base) if path else None
         site = rec.get("at") or f"{rec.get('call')} {file or '?'}"
     elif cause.change:
         file = cause.change[1]
-        site = f"{cause.change[0]} {file}"
+        # a file's data, however much of it a state lost, is one thing
+        kind = "data" if cause.change[0] in ("data", "blocks", "size", "flush") \
+            else cause.change[0]
+        site = f"{kind} {file}"
     key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
                          .encode()).hexdigest()[:12]
     entry = {"key": key, "rule": cause.rule, "call": call, "file": file,

@@ -92,9 +92,11 @@ import signal as signal_mod
 from dataclasses import dataclass, field
 
 from . import payload
-from .explorer import RULE_IN_PLACE
+from .explorer import RULE_IN_PLACE, RULE_ONE_RENAME
 
-RULE_KEEP_TARGET = "never remove the target before its replacement is in place"
+# the explorer's words where a crash state shows the same defect: the
+# cases of one defect share its rule
+RULE_KEEP_TARGET = RULE_ONE_RENAME
 RULE_WHOLE_BEFORE_RENAME = ("write the whole temporary file (flush its stream), "
                             "fsync it, and only then rename it over the target")
 
@@ -146,6 +148,9 @@ class Outcome:
     fault_on_data_path: bool = False    # a fired hard fault hit a data-path call
     fault_path: str | None = None       # the file the faulted call hit, as the
                                         # program named it ("target.tmp")
+    fault_call: str | None = None       # the faulted call on the data path that
+                                        # decides, when not the plan's first
+                                        # ("close#5" of "close#2+=EIO")
     fault_retried: bool = False         # the failed call was later repeated
                                         # on the same file and succeeded (read
                                         # only for a run that exited 0, so the
@@ -164,6 +169,13 @@ class Outcome:
     target_name: str = "target"         # the target's file name in the states
     target_renamed: bool = False        # a file was renamed over the target
                                         # before the visible state was taken
+                                        # (a power-loss case: before its point)
+    known_at_risk: bool = False         # the same program with no fault already
+                                        # left an after-exit state without the
+                                        # new content: a fault case whose
+                                        # states fail shows that defect
+    target_removed: bool = False        # the target's own entry was renamed
+                                        # away or unlinked during the run
                                         # (a power-loss case: before its point)
     calls: frozenset | None = None      # names of the calls the program made,
                                         # and O_SYNC/O_DSYNC if it used them
@@ -330,9 +342,11 @@ def _fault(o):
 
 
 def _failed(o):
-    """"fsync#1 on 'target.tmp' failed with EIO (Input/output error)"."""
+    """"fsync#1 on 'target.tmp' failed with EIO (Input/output error)": the
+    call that decided (Outcome.fault_call: a fault that keeps firing may
+    decide at a later call than its first)."""
     name = o.errno_name
-    return f"{o.call}{_on(o)} failed with {name} ({strerror(name)})"
+    return f"{o.fault_call or o.call}{_on(o)} failed with {name} ({strerror(name)})"
 
 
 def _sync_call(call):
@@ -408,12 +422,14 @@ def _sentence(rule):
     return rule if rule.endswith(".") else rule + "."
 
 
-# Words that name a call: they start a sentence in lower case.
+# Words that name a call: they start a sentence in lower case. Calls named
+# by an English verb (write, close, open, rename, sync) are not among
+# them: a rule that starts with one ("write a temp file ...") is a sentence.
 _CALL_WORDS = frozenset((
-    "write", "pwrite", "writev", "fwrite", "fflush", "fclose", "fsync",
-    "fdatasync", "msync", "munmap", "mmap", "close", "open", "openat",
-    "rename", "renameat", "unlink", "ftruncate", "fallocate",
-    "posix_fallocate", "sync", "syncfs", "sync_file_range"))
+    "pwrite", "writev", "fwrite", "fflush", "fclose", "fsync",
+    "fdatasync", "msync", "munmap", "mmap", "openat",
+    "renameat", "unlink", "ftruncate", "fallocate",
+    "posix_fallocate", "syncfs", "sync_file_range"))
 
 
 def _torn_text(o, verdict, st=None, rule="", why=""):
@@ -429,9 +445,9 @@ def _torn_text(o, verdict, st=None, rule="", why=""):
                 "file in the same directory, fsync it, then rename() it over the target, "
                 "which replaces it atomically.")
     return (f"{_when(o)} the target holds neither the old nor the new version: the "
-            "program wrote over it in place (or renamed an incomplete file over it). "
-            "Write the new content to a temporary file in the same directory, fsync "
-            "it, rename it over the target, then fsync the directory.")
+            "program wrote over it in place. Write the new content to a temporary "
+            "file in the same directory, fsync it, rename it over the target, then "
+            "fsync the directory.")
 
 
 def _lost_update_text(o):
@@ -442,10 +458,16 @@ def _lost_update_text(o):
         "eintr": (f"{o.call} was interrupted (EINTR) and the data was dropped instead "
                   "of written again: retry interrupted calls."),
     }.get(o.kind)
+    if hint is None and o.kind == "crash":
+        hint = (f"A process of the run was killed at {o.call} and the run exited 0 "
+                "all the same: in a pipeline, the exit status is the last command's "
+                "(use set -o pipefail, or check every process).")
     if hint is None and o.kind in HARD and o.plan:
-        hint = (f"{_failed(o)} and the program said so, yet it exited 0: a failure "
-                "that leaves the file without its new content must end in a non-zero "
-                "exit.")
+        said = ("and the program said so, yet it exited 0" if noticed(
+            o.stderr, o.errno_name, o.call, o.require_message) else "and the program "
+            "exited 0 all the same")
+        hint = (f"{_failed(o)} {said}: a failure that leaves the file without its "
+                "new content must end in a non-zero exit.")
     if hint is None:
         hint = ("Check the write loop (every byte, at the right offset), the length "
                 "given to truncate or the temporary file, and what gets renamed.")
@@ -491,6 +513,8 @@ def _deciding_change(st, rule, target):
     about: the target's name for a directory rule, the target's data for
     a data rule (its sync failure for a failed sync), else the first
     lost change of that sort; None when the state does not say."""
+    if rule == RULE_ONE_RENAME:
+        return ("unlink", target)
     rule = (rule or "").lower()
     if "in place" in rule:
         return ("overwrite", target)
@@ -552,9 +576,14 @@ _FILE_SYNCS = frozenset(("fsync", "fdatasync", "msync", "sync", "syncfs",
 _DIR_AFTER_RENAME = "fsync the directory after the rename"
 _BOTH_AROUND_RENAME = ("fsync the file before renaming it over the target, and the "
                        "directory after the rename: the program syncs nothing")
+_DIR_AFTER_CREATE = "fsync the directory after creating the file"
+_BOTH_AROUND_CREATE = ("fsync the new file, and its directory after creating it: "
+                       "the program syncs nothing")
 # explorer.RULE_FSYNC_BEFORE_RENAME and RULE_FSYNC_FILE, as it words them
 _BEFORE_RENAME = "fsync the file before renaming it over the target"
 _AFTER_WRITING = "fsync the file after writing it, before reporting success"
+_AFTER_WRITING_IN_PLACE = ("fsync (or fdatasync) the file after writing it, "
+                           "before exiting 0")
 
 
 def _fitted_rule(o, st, calls, fallback=True):
@@ -567,10 +596,17 @@ def _fitted_rule(o, st, calls, fallback=True):
         return _derived_rule(o, st, calls, fallback)
     if rule == _BEFORE_RENAME and calls is not None and not calls & _RENAME_CALLS:
         return _AFTER_WRITING
-    if rule == _DIR_AFTER_RENAME and calls is not None and not calls & _FILE_SYNCS:
+    if rule == RULE_IN_PLACE and o.contract == "in-place":
+        # rewriting in place is what the program promised
+        return _AFTER_WRITING_IN_PLACE
+    if rule == _DIR_AFTER_RENAME and calls is not None:
         # the lost entry is the one step the state shows; a program that
-        # syncs nothing misses the file's fsync too
-        return _BOTH_AROUND_RENAME
+        # syncs nothing misses the file's fsync too, and one that never
+        # renamed made a new file under the target's name
+        renamed = bool(calls & _RENAME_CALLS)
+        if calls & _FILE_SYNCS:
+            return rule if renamed else _DIR_AFTER_CREATE
+        return _BOTH_AROUND_RENAME if renamed else _BOTH_AROUND_CREATE
     return rule
 
 
@@ -613,12 +649,17 @@ def _crash_state_verdict(o, succeeded, silent):
     change = _deciding_change(st, rule, target)
     if change is None and verdict == "torn":
         # a state as torn as what a read saw then: the program had
-        # renamed an incomplete file over the target, or was writing
-        # over the target itself
+        # renamed an incomplete file over the target, removed the target
+        # and not yet finished its replacement, or was writing over the
+        # target itself
         if o.target_renamed:
             rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
+        elif o.target_removed:
+            rule, change = RULE_KEEP_TARGET, ("unlink", target)
         else:
             change = ("overwrite", target)
+    elif change is None and verdict == "missing":
+        change = ("unlink", target)
     cause = Cause(rule=rule or (RULE_KEEP_TARGET if verdict == "missing" else
                                 RULE_IN_PLACE if change == ("overwrite", target)
                                 else "write a temporary file, fsync it, rename it"),
@@ -627,7 +668,7 @@ def _crash_state_verdict(o, succeeded, silent):
         explanation = (f"The program exited 0, so it claimed the new content was safe, "
                        f"but a power cut at this point ({st.label}) loses it"
                        f"{_because(why)} {_sentence(rule)}")
-        if silent:
+        if silent and not o.known_at_risk:
             # the fault nobody noticed is what put the data at risk
             cause = Cause(rule=_check_rule(o), call=o.call)
             return Verdict(
@@ -743,11 +784,17 @@ def judge(o):
             rule = {"short": "loop until every byte is written",
                     "eintr": "retry a call interrupted by EINTR"}.get(
                 o.kind, f"exit non-zero when {o.call.split('#')[0]} fails"
-                if on_path else "write the new content in full")
+                if fired and o.kind in HARD else "write the new content in full")
+            call = o.call or None
+            if o.kind == "crash":
+                # a process of the run was killed and the run still
+                # claimed success (a pipeline's last command): whichever
+                # call it died at, one defect
+                rule, call = "exit non-zero when a process of the run is killed", None
             return Verdict("lost-update",
                            f"exited 0{under} but expected {_expected(o, True)}, "
                            f"found {bad[1]}", _lost_update_text(o),
-                           cause=Cause(rule, call=o.call or None))
+                           cause=Cause(rule, call=call))
     elif not crashed_by_plan:
         # 8. gave up on a transient fault
         if fired and o.kind in TRANSIENT:
@@ -787,6 +834,14 @@ def judge(o):
                 text = (f"{_when(o)} the target holds neither the old nor the new "
                         "version: the program renamed a file over it before that "
                         f"file held all of the new content. {_sentence(rule)}")
+            elif verdict == "torn" and o.target_removed:
+                # the old version moved aside, the new one never finished
+                rule, change = RULE_KEEP_TARGET, ("unlink", o.target_name)
+                text = (f"{_when(o)} the target holds neither the old nor the new "
+                        "version: the program moved the old one away (or removed "
+                        "it) and left an incomplete file in its place. Keep the "
+                        "target where it is until a complete, fsynced temporary "
+                        "file is renamed over it.")
             return Verdict(verdict,
                            f"{how} {what}: expected {_expected(o, False)}, found {found}",
                            text, cause=Cause(rule, change=change))

@@ -902,6 +902,11 @@ def defects(cases):
     return out
 
 
+RECOVERED_HELP = ("Cases where a fault hit the data path and the program came "
+                  "through: it said so and the new content was in place and "
+                  "durable all the same.")
+
+
 def recovered(cases):
     """The ok cases that came through a fault on their data path, with
     the oracle's note ("recovered from fsync#1=EIO (said: ...)")."""
@@ -1059,10 +1064,7 @@ def _markdown_text(cases, summary, lessons):
 
     notes = recovered(cases)
     if notes:
-        out += ["## Recovered", "",
-                "Cases where a fault hit the data path and the program came "
-                "through: it said so and the new content was in place and "
-                "durable all the same.", ""]
+        out += ["## Recovered", "", RECOVERED_HELP, ""]
         for case in notes[:MD_FINDINGS_CAP]:
             out.append(f"- {md_code(case['id'])}: {md_text(case['note'])}")
         if len(notes) > MD_FINDINGS_CAP:
@@ -1686,9 +1688,7 @@ def _html_text(cases, summary, lessons):
     notes = recovered(cases)
     if notes:
         h.append('<section id="recovered"><h2>Recovered</h2><p class="help">'
-                 "Cases where a fault hit the data path and the program came "
-                 "through: it said so and the new content was in place and "
-                 "durable all the same.</p><ul>")
+                 f"{esc(RECOVERED_HELP)}</p><ul>")
         for case in notes[:HTML_FINDINGS_CAP]:
             h.append(f"<li><code>{esc(case['id'])}</code>: {esc(case['note'])}</li>")
         if len(notes) > HTML_FINDINGS_CAP:
