@@ -219,3 +219,18 @@ def test_a_planned_crash_before_the_call_stands_for_it():
     r = causes.deciding_record(Cause("write the new content in full", call="fclose#2"),
                                (), faulted=[crash], base=W)
     assert r is crash
+
+
+def test_the_start_tree_in_both_snapshot_shapes():
+    flat = [{"ev": "init", "seq": 0, "snap": {"dir": {"target": 10, "x": 11}}}]
+    assert causes.start_tree(flat) == {"target": 10, "x": 11}
+    tree = [{"ev": "init", "seq": 0, "snap": {
+        "root": 1, "dirs": {"1": {"target": 10, "sub": {"d": 2}, "ln": {"l": "target"}},
+                            "2": {"x": 11, "deeper": {"d": 3}}, "3": {"y": 12}}}}]
+    assert causes.start_tree(tree) == {"target": 10, "sub/x": 11, "sub/deeper/y": 12}
+    assert causes.start_tree([{"ev": "init", "seq": 0}]) is None
+    # a file made under a subdirectory during the run was made to be written
+    fflush = rec(5, "fflush", "sub/new.tmp", fd=3, ino=13, ret=-1)
+    assert causes.on_data_path(fflush, tree + [fflush])
+    fflush = rec(5, "fflush", "sub/x", fd=3, ino=11, ret=-1)
+    assert not causes.on_data_path(fflush, tree + [fflush])

@@ -91,9 +91,8 @@ def open_for_writing(rec, records):
     # like gawk's stdout onto its temp file): its file's opens say, and a
     # file the run made (mkstemp opens below the interposer) was made to
     # be written
-    init = next((r for r in records if r.get("ev") == "init"), None)
-    start = ((init or {}).get("snap") or {}).get("dir")
-    file_for_writing = (isinstance(start, dict) and ino is not None
+    start = start_tree(records)
+    file_for_writing = (start is not None and ino is not None
                         and not rec.get("dir") and ino not in start.values())
     for r in reversed([r for r in _calls(records) if r["seq"] < seq]):
         if changes_data(r):
@@ -111,6 +110,37 @@ def open_for_writing(rec, records):
 
 def _calls(records):
     return [r for r in records if r.get("ev") == "call"]
+
+
+def start_tree(records):
+    """{relative path: inode} of the regular files under WATCH when the
+    run started, from the (first) init record's snapshot: a tree
+    ("root" and "dirs": each directory's listing by its inode, a
+    subdirectory as {"d": inode}) or, in older traces, the flat "dir";
+    None when the trace has no snapshot."""
+    init = next((r for r in records if r.get("ev") == "init"), None)
+    snap = (init or {}).get("snap")
+    if not isinstance(snap, dict):
+        return None
+    if isinstance(snap.get("dir"), dict):
+        return {n: i for n, i in snap["dir"].items() if isinstance(i, int)}
+    dirs, root = snap.get("dirs"), snap.get("root")
+    if not isinstance(dirs, dict):
+        return None
+    out, todo, seen = {}, [("", root)], set()
+    while todo:
+        prefix, ino = todo.pop()
+        listing = dirs.get(str(ino))
+        if not isinstance(listing, dict) or ino in seen:
+            continue
+        seen.add(ino)
+        for name, entry in listing.items():
+            path = prefix + name
+            if isinstance(entry, int):
+                out[path] = entry
+            elif isinstance(entry, dict) and isinstance(entry.get("d"), int):
+                todo.append((path + "/", entry["d"]))
+    return out
 
 
 # ------------------------------------------------------------------ deciding
@@ -203,8 +233,7 @@ def _overwrite(records, done, name, base):
     """The first call that changed the file NAME had when the run
     started, in place: an open that truncated it, a truncate, a write
     (by its inode in the init record's snapshot; by its name without)."""
-    init = next((r for r in records if r.get("ev") == "init"), None)
-    first = ((init or {}).get("snap") or {}).get("dir", {}).get(name)
+    first = (start_tree(records) or {}).get(name)
     for r in done:
         if first is not None and r.get("ino") not in (None, first):
             continue
