@@ -859,3 +859,88 @@ if __name__ == "__main__":
     cases = synthetic_run()
     report.write_html(out, cases, META, lessons=[LESSON])
     print(f"{out}: {len(cases)} cases")
+
+
+# ---------------------------------------------------------------------------
+# defects: findings grouped by root cause
+
+def with_cause(case, key, rule, call=None, file="target.tmp", location=None):
+    case["cause"] = {"key": key, "rule": rule, "call": call, "file": file,
+                     "site": f"{(call or 'x').split('#')[0]} {file}"}
+    case["location"] = location
+    return case
+
+
+def grouped_cases():
+    loc = {"object": "/bin/saver", "offset": "0x11c3", "file": "saver.c",
+           "line": 42, "function": "save", "text": "saver.c:42 (save)"}
+    cases = [with_cause(mk(f"w-stdio-4096B-write#{i}=EIO", verdict="unreported-error",
+                           finding=f"write#{i} failed"), "k-write",
+                        "check what write returns", f"write#{i}", location=loc)
+             for i in range(1, 6)]
+    cases += [with_cause(mk("w-stdio-4096B-close#2=EIO", verdict="ignored-error",
+                            finding="close#2 failed, data safe"), "k-close",
+                         "check what close returns", "close#2"),
+              with_cause(mk("w-stdio-4096B-powerloss@exit-posix", kind="powerloss",
+                            model="posix", verdict="not-durable", finding="state 1"),
+                         "k-dir", "fsync the directory after the rename",
+                         "rename#1", "target"),
+              with_cause(mk("v-stdio-4096B-powerloss@exit-posix", workload="v",
+                            kind="powerloss", model="posix", verdict="torn",
+                            expected=[{"verdict": "torn", "kind": "powerloss"}],
+                            finding="caught"), "k-v", "fsync the file"),
+              mk("w-stdio-4096B-baseline", kind="baseline"),
+              mk("w-stdio-4096B-fsync#9=EIO", verdict="harness-error", passed=False,
+                 finding="never fired")]
+    return cases
+
+
+def test_defects_group_rank_and_count():
+    s = report.summarize(grouped_cases(), {})
+    d = s["defects"]
+    # failing first; then data lost before an ignored error; caught last
+    assert [x["key"] for x in d] == ["k-dir", "k-write", "k-close", "k-v"]
+    assert [x["status"] for x in d] == ["failed", "failed", "failed", "caught"]
+    write = d[1]
+    assert write["cases"] == 5 and write["ids"] == sorted(write["ids"])
+    assert write["title"] == ("unreported-error: check what write returns "
+                              "(write on 'target.tmp' at saver.c:42 (save))")
+    assert write["location"]["line"] == 42
+    # a harness error is no defect of the program
+    assert all("fsync#9" not in i for x in d for i in x["ids"])
+    assert s["verdicts"]["ignored-error"] == 1
+
+
+def test_a_case_without_a_cause_is_its_own_defect_up_to_its_finding():
+    cases = [mk(f"w-stdio-{i}B-eio", verdict="torn", finding="same") for i in (1, 2)]
+    cases.append(mk("w-stdio-3B-eio", verdict="torn", finding="other"))
+    d = report.defects(cases)
+    assert sorted(x["cases"] for x in d) == [1, 2]
+
+
+def test_defects_on_the_console_and_in_every_report(tmp_path):
+    cases = grouped_cases()
+    s = report.write_all(tmp_path, cases, {}, junit=tmp_path / "junit.xml")
+    lines = report.console_lines(cases, s, per_defect=2)
+    assert lines[0] == ("DEFECT 1 of 3: not-durable: fsync the directory after the "
+                        "rename (rename on 'target'): seen in 1 case")
+    i = lines.index("DEFECT 2 of 3: unreported-error: check what write returns (write "
+                    "on 'target.tmp' at saver.c:42 (save)): seen in 5 cases")
+    assert lines[i + 1].startswith("  FINDING w-stdio-4096B-write#1=EIO: unreported-error")
+    assert lines[i + 2].startswith("    reproduce: ")
+    assert lines[i + 5] == ("  and 3 more cases of this defect (every one in report.md "
+                            "and results.json)")
+    assert lines[-2].startswith("FINDING w-stdio-4096B-fsync#9=EIO: harness-error")
+    md = (tmp_path / "report.md").read_text()
+    assert "4 defects, seen in 8 cases" in md
+    assert md.index("### 1. not-durable") < md.index("### 2. unreported-error") \
+        < md.index("### 3. ignored-error") < md.index("### 4. ✓ torn")
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<article class="defect') == 4
+    assert "seen in 5 cases" in html and "saver.c:42 (save)" in html
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'file="saver.c" line="42"' in junit
+    assert "defect: unreported-error: check what write returns" in junit
+    assert "seen in 5 cases, key k-write" in junit
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [x["cases"] for x in doc["summary"]["defects"]] == [1, 5, 1, 1]
