@@ -113,6 +113,7 @@ struct cc_rec {
 	long long pos;		/* write, writev: the descriptor's position before, -1 = none */
 	void *tofree;		/* freed after the line: a short writev's trimmed vector */
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
+	const void *at;		/* the wrapper's return address: where the program made the call */
 };
 
 /* raw system calls: the library's own I/O is never intercepted or counted */
@@ -149,6 +150,14 @@ void cc_after_fork_child(void);
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
 /* the O_DIRECT alignment of fd */
 unsigned cc_dio_align(int fd);
+
+/* "<object path>+0x<offset>" of the code address AT into BUF (callsite.c);
+ * false when AT lies in no loaded object or BUF is too small */
+bool cc_callsite(const void *at, char *buf, size_t size);
+/* an object may have been unloaded (dlclose): the kept segments are stale */
+void cc_callsite_forget(void);
+/* the child of fork(): the table's lock another thread held is free */
+void cc_callsite_after_fork(void);
 
 /* the 64-bit content hash that names snapshot files (record.c) */
 uint64_t cc_hash(const void *buf, size_t len);

@@ -94,6 +94,7 @@ def wrapper(sym, call, short, ret_type, params, va, fails, hooks):
         w(f"\t\treturn REAL({sym})({args});")
     w("\te = errno;")
     w(f"\trec_init(&r, CALL_{call});")
+    w("\tr.at = __builtin_return_address(0);")
     w(f"\t{hooks}_describe(&r{hargs});")
     w("\tpre(&r);")
     if short:

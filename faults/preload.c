@@ -395,6 +395,7 @@ static void rec_init(struct cc_rec *r, int call)
 	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
 	r->pos = -1;
 	r->tofree = NULL;
+	r->at = NULL;
 	r->maplen = 0;
 	r->lite = cc.trace_from &&
 		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
@@ -1131,6 +1132,7 @@ int fprintf(FILE *f, const char *fmt, ...)
 		}
 	}
 	rec_init(&r, CALL_fprintf);
+	r.at = __builtin_return_address(0);
 	use_stream(&r, f);
 	pre(&r);
 	arm(&r);
@@ -1425,6 +1427,21 @@ int dup3(int oldfd, int newfd, int flags)
 
 	if (ret >= 0)
 		cc_fd_forget(newfd);
+	return ret;
+}
+
+/*
+ * dlclose is not in calls.def either: an object it unloads leaves its
+ * addresses free for the next one, so the call sites kept (callsite.c)
+ * are dropped.
+ */
+DECLARE_NEXT(dlclose);
+
+int dlclose(void *handle)
+{
+	int ret = REAL(dlclose)(handle);
+
+	cc_callsite_forget();
 	return ret;
 }
 

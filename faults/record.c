@@ -1274,6 +1274,7 @@ void cc_after_fork_child(void)
 	known_busy = 0;
 	for (int i = 0; i < FD_CACHE_NR; i++)
 		fd_cache[i].busy = 0;
+	cc_callsite_after_fork();
 }
 
 void cc_trace_init(void)
@@ -1391,6 +1392,14 @@ static void sb_head_seq(struct sb *sb, const char *ev, const struct cc_rec *r,
 	sb_str(sb, call_table[r->call].name);
 	sb_lit(sb, "\",\"n\":");
 	sb_u64(sb, r->n);
+	if (r->at) {
+		char site[CC_PATH_MAX + 32];
+
+		if (cc_callsite(r->at, site, sizeof(site))) {
+			sb_lit(sb, ",\"at\":");
+			sb_quote(sb, site);
+		}
+	}
 }
 
 static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)

@@ -57,9 +57,15 @@ def pick(rng, choices):
     return rng.choice(bad if rng.random() < 0.04 else good)
 
 
+# where the call was made (faults/callsite.c), absent from some lines
+SITES = (["", ',"at":"/w/prog+0x11a9"', ',"at":"/usr/lib/libc.so.6+0x1f00"'],
+         [',"at":"/w/p\\"q+0x1"', ',"at":1', ',"at":"/w/prog+0x1"}'])
+
+
 def write_line(rng, seq, ino):
     parts = [f'{{"ev":"call","seq":{seq},"pid":{rng.choice(["41", "-1"])},'
-             f'"call":"{pick(rng, CALLS)}","n":{rng.randint(1, 99)},'
+             f'"call":"{pick(rng, CALLS)}","n":{rng.randint(1, 99)}'
+             f'{pick(rng, SITES)},'
              f'"fd":3,"path":"{pick(rng, PATHS)}","ino":{ino},']
     if rng.random() < 0.8:
         parts.append(f'"off":{rng.choice(["0", "4500", "-1"])},')
@@ -94,8 +100,8 @@ def sync_line(rng, seq, ino):
     ok = pick(rng, ([True], [False]))
     return (f'{{"ev":"call","seq":{seq},"pid":41,'
             f'"call":"{pick(rng, (["fsync", "fdatasync"], ["msync", "sync"]))}",'
-            f'"n":1,"fd":3,"path":"{pick(rng, PATHS)}","ino":{ino},'
-            f'"ret":{0 if ok else -1},"errno":{0 if ok else 5},'
+            f'"n":1{pick(rng, SITES)},"fd":3,"path":"{pick(rng, PATHS)}",'
+            f'"ino":{ino},"ret":{0 if ok else -1},"errno":{0 if ok else 5},'
             '"snap":{"files":{"' + pick(rng, ([ino], INODES))
             + '":{"size":10,"hash":"'
             + pick(rng, (["0123456789abcdef"], ["0123456789abcde",

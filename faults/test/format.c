@@ -24,6 +24,7 @@
 #include <limits.h>
 
 #include "../record.c"
+#include "../callsite.c"
 #include "../plan.c"
 
 struct cc_state cc;	/* record.c's state lives in preload.c */

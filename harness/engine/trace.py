@@ -238,14 +238,16 @@ class Lazy:
     # a line of the last shape, its one snapshot that file whole.
     _MOOT_WRITE = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(write|pwrite|pwrite64'
-        rb'|writev|pwritev|pwritev2)","n":\d+,"fd":\d+,"path":"[^"\\]*",'
+        rb'|writev|pwritev|pwritev2)","n":\d+(?:,"at":"[^"\\]*")?,"fd":\d+,'
+        rb'"path":"[^"\\]*",'
         rb'"ino":(\d+),(?:"off":-?\d+,)?(?:"len":-?\d+,)?'
         rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+(?:,"thin":true)?'
         rb'(?:,"fault":\{"rule":\d+,"action":"[^"\\]*"\})?'
         rb'(?:\}\Z|,"snap":\{"files":\{"\2":\{)')
     _WHOLE_SYNC = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(?:fsync|fdatasync)",'
-        rb'"n":\d+,"fd":\d+,"path":"[^"\\]*","ino":(\d+),"ret":0,"errno":0,'
+        rb'"n":\d+(?:,"at":"[^"\\]*")?,"fd":\d+,"path":"[^"\\]*","ino":(\d+),'
+        rb'"ret":0,"errno":0,'
         rb'"snap":\{"files":\{"\1":\{"size":\d+,"hash":"[0-9a-f]{16}"'
         rb'\}\}\}\}')
 
@@ -571,6 +573,7 @@ _INT = r"(-?(?:0|[1-9][0-9]*))"
 _WRITE_LINE = re.compile(
     r'\{"ev":"call","seq":' + _UINT + r',"pid":' + _INT
     + r',"call":"(write|pwrite|pwrite64|writev|pwritev)","n":([1-9][0-9]*)'
+    r'(?:,"at":"([^"\\\x00-\x1f]*)")?'
     r',"fd":' + _UINT + r',"path":"([^"\\\x00-\x1f]*)","ino":' + _UINT
     + r',"off":' + _INT + r',"len":' + _INT
     + r',"flags":\[((?:"[A-Z_]+"(?:,"[A-Z_]+")*)?)\],"ret":' + _INT
@@ -582,7 +585,7 @@ _WRITE_LINE = re.compile(
 def _write_record(m):
     """The record of a _WRITE_LINE match, as json and _valid_fast would
     make it, or None when it would not pass."""
-    (seq, pid, call, n, fd, path, ino, off, length, flags, ret, err, key,
+    (seq, pid, call, n, at, fd, path, ino, off, length, flags, ret, err, key,
      size, roff, rlen, data, h) = m.groups()
     size, roff, rlen = int(size), int(roff), int(rlen)
     if roff + rlen > size or (data is not None and len(data) != 2 * rlen):
@@ -593,12 +596,15 @@ def _write_record(m):
         entry["data"] = data
     else:
         entry["hash"] = h
-    return {"ev": "call", "seq": int(seq), "pid": int(pid), "call": call,
-            "n": int(n), "fd": int(fd), "path": path, "ino": int(ino),
-            "off": int(off), "len": int(length),
-            "flags": flags[1:-1].split('","') if flags else [],
-            "ret": int(ret), "errno": int(err),
-            "snap": {"files": {key: entry}}}
+    rec = {"ev": "call", "seq": int(seq), "pid": int(pid), "call": call,
+           "n": int(n)}
+    if at is not None:
+        rec["at"] = at      # in the line's order, as json.loads makes it
+    rec.update(fd=int(fd), path=path, ino=int(ino), off=int(off),
+               len=int(length),
+               flags=flags[1:-1].split('","') if flags else [],
+               ret=int(ret), errno=int(err), snap={"files": {key: entry}})
+    return rec
 
 
 def _parse_checked(data, name):
@@ -656,6 +662,7 @@ _OPTIONAL = (
     ("fd", _is_int, "an integer"),
     ("path", lambda v: isinstance(v, str), "a string"),
     ("path2", lambda v: isinstance(v, str), "a string"),
+    ("at", lambda v: isinstance(v, str), "a string"),
     ("ino", lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
     ("off", _is_int, "an integer"),
     ("len", _is_int, "an integer"),
@@ -671,7 +678,7 @@ _OPTIONAL = (
 
 # _OPTIONAL's keys by the type _valid_fast checks them as
 _INT_KEYS = frozenset(("pid", "ppid", "fd", "off", "len", "rule"))
-_STR_KEYS = frozenset(("exe", "plan", "watch", "path", "path2"))
+_STR_KEYS = frozenset(("exe", "plan", "watch", "path", "path2", "at"))
 _OTHER_KEYS = {key: want for key, want, _ in _OPTIONAL
                if key not in _INT_KEYS and key not in _STR_KEYS}
 _INT_ONLY = {int}

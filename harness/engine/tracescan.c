@@ -103,10 +103,20 @@ static int call_head(struct cur *c)
 	       lit(c, ",\"call\":\"");
 }
 
+/* (?:,"at":"[^"\\]*")? : where the call was made, when the line says */
+static int call_site(struct cur *c)
+{
+	struct cur at = *c;
+
+	if (lit(&at, ",\"at\":\"") && plain_string(&at))
+		*c = at;
+	return 1;
+}
+
 /* from the call's count to the inode's digits (INO, LEN) */
 static int call_file(struct cur *c, const char **ino, size_t *len)
 {
-	return lit(c, ",\"n\":") && digits(c, NULL, NULL) &&
+	return lit(c, ",\"n\":") && digits(c, NULL, NULL) && call_site(c) &&
 	       lit(c, ",\"fd\":") && digits(c, NULL, NULL) &&
 	       lit(c, ",\"path\":\"") && plain_string(c) &&
 	       lit(c, ",\"ino\":") && digits(c, ino, len);
