@@ -95,6 +95,7 @@ struct cc_rec {
 	int msflags;		/* msync flags, -1 = none */
 	int mapflags;		/* mmap flags, -1 = none */
 	unsigned renflags;	/* renameat2 flags */
+	int rwflags;		/* pwritev2 flags (RWF_*) */
 	long long ret;
 	int err;		/* errno after a failed call, else 0 */
 	int snap;		/* SNAP_* */

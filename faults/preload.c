@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -379,6 +380,7 @@ static void rec_init(struct cc_rec *r, int call)
 	r->off = r->len = 0;
 	r->oflags = r->msflags = r->mapflags = -1;
 	r->renflags = 0;
+	r->rwflags = 0;
 	r->ret = 0;
 	r->err = 0;
 	r->snap = 0;
@@ -562,6 +564,7 @@ static bool thin_write(struct cc_rec *r)
 		  tracing(r) && !cc.snap_full && r->has_st && r->is_reg &&
 		  r->fdflags >= 0 &&
 		  !(r->fdflags & (O_SYNC | O_DSYNC | O_DIRECT)) &&
+		  !(r->rwflags & (RWF_SYNC | RWF_DSYNC)) &&
 		  cc_under_watch(r->path);
 	return r->thin;
 }
@@ -741,7 +744,7 @@ static int pos_plan(const struct cc_rec *r)
 {
 	if (r->fdflags < 0)
 		return POS_BOTH;
-	if (r->fdflags & O_APPEND)
+	if ((r->fdflags & O_APPEND) || (r->rwflags & RWF_APPEND))
 		return POS_AFTER;
 	return r->is_reg ? POS_BEFORE : POS_BOTH;
 }
@@ -948,6 +951,137 @@ static void pwritev_after(struct cc_rec *r, ssize_t ret, int fd, const struct io
 	r->has_off = true;
 	r->off = off;
 	snap_write(r, fd, NULL, iov, cnt, pos_exact(r));
+}
+
+/*
+ * pwritev2: pwritev with per-call flags. RWF_DSYNC and RWF_SYNC make this
+ * one write durable as O_DSYNC would (the trace names them with the
+ * descriptor's flags); RWF_APPEND appends like O_APPEND; an offset of -1
+ * writes at the descriptor's position, as writev does.
+ */
+static void pwritev2_describe(struct cc_rec *r, int fd, const struct iovec *iov, int cnt,
+			      off_t off, int flags)
+{
+	use_fd(r, fd, true);
+	r->rwflags = flags;
+}
+
+static void pwritev2_prepare(struct cc_rec *r, int *fd, const struct iovec **iov,
+			     int *cnt, off_t *off, int *flags)
+{
+	r->has_len = true;
+	r->len = iov_total(*iov, *cnt);
+	thin_write(r);
+	if (*off == -1)
+		r->pos = r->thin ? -1 : cur_pos(r, *fd);
+	shorten_iov(r, *fd, iov, cnt);
+}
+
+static void pwritev2_after(struct cc_rec *r, ssize_t ret, int fd, const struct iovec *iov,
+			   int cnt, off_t off, int flags)
+{
+	bool exact;
+
+	if (r->thin)
+		return;
+	if (off == -1) {
+		exact = write_off(r, fd, r->pos, ret);
+	} else {
+		r->has_off = true;
+		r->off = off;
+		exact = pos_exact(r) && !(flags & RWF_APPEND);
+	}
+	snap_write(r, fd, NULL, iov, cnt, exact);
+}
+
+/*
+ * copy_file_range, sendfile, splice: the file written to changes like a
+ * write of the range copied there (crash-model.md), from data the wrapper
+ * never holds, so its snapshot is whole. The line describes the output:
+ * its descriptor, path and offset (OFF_OUT when given, else the
+ * descriptor's position before the call), the bytes asked, those copied.
+ */
+static void copy_describe(struct cc_rec *r, int fd_out)
+{
+	use_fd(r, fd_out, true);
+}
+
+static void copy_prepare(struct cc_rec *r, int fd_out, const off64_t *off_out, size_t *len)
+{
+	r->has_len = true;
+	r->len = *len;
+	if (off_out)
+		r->pos = *off_out;
+	else if (tracing(r) && r->is_reg)
+		r->pos = syscall(SYS_lseek, fd_out, 0, SEEK_CUR);
+	*len = shorten(r, fd_out, *len);
+}
+
+static void copy_after(struct cc_rec *r, int fd_out)
+{
+	if (r->pos >= 0) {
+		r->has_off = true;
+		r->off = r->pos;
+	}
+	snap_fd(r, fd_out);
+}
+
+static void copy_file_range_describe(struct cc_rec *r, int fd_in, off64_t *off_in,
+				     int fd_out, off64_t *off_out, size_t len,
+				     unsigned int flags)
+{
+	copy_describe(r, fd_out);
+}
+
+static void copy_file_range_prepare(struct cc_rec *r, int *fd_in, off64_t **off_in,
+				    int *fd_out, off64_t **off_out, size_t *len,
+				    unsigned int *flags)
+{
+	copy_prepare(r, *fd_out, *off_out, len);
+}
+
+static void copy_file_range_after(struct cc_rec *r, ssize_t ret, int fd_in,
+				  off64_t *off_in, int fd_out, off64_t *off_out,
+				  size_t len, unsigned int flags)
+{
+	copy_after(r, fd_out);
+}
+
+static void splice_describe(struct cc_rec *r, int fd_in, off64_t *off_in, int fd_out,
+			    off64_t *off_out, size_t len, unsigned int flags)
+{
+	copy_describe(r, fd_out);
+}
+
+static void splice_prepare(struct cc_rec *r, int *fd_in, off64_t **off_in, int *fd_out,
+			   off64_t **off_out, size_t *len, unsigned int *flags)
+{
+	copy_prepare(r, *fd_out, *off_out, len);
+}
+
+static void splice_after(struct cc_rec *r, ssize_t ret, int fd_in, off64_t *off_in,
+			 int fd_out, off64_t *off_out, size_t len, unsigned int flags)
+{
+	copy_after(r, fd_out);
+}
+
+/* sendfile's OFFSET is the input's: the output is written at its position */
+static void sendfile_describe(struct cc_rec *r, int out_fd, int in_fd, off_t *offset,
+			      size_t count)
+{
+	copy_describe(r, out_fd);
+}
+
+static void sendfile_prepare(struct cc_rec *r, int *out_fd, int *in_fd, off_t **offset,
+			     size_t *count)
+{
+	copy_prepare(r, *out_fd, NULL, count);
+}
+
+static void sendfile_after(struct cc_rec *r, ssize_t ret, int out_fd, int in_fd,
+			   off_t *offset, size_t count)
+{
+	copy_after(r, out_fd);
 }
 
 /* ---- stdio ---- */
@@ -1532,6 +1666,135 @@ static void unlinkat_after(struct cc_rec *r, int ret, int dirfd, const char *pat
 			   int flags)
 {
 	unlink_done(r);
+}
+
+/*
+ * mkdir, rmdir, link and symlink change names like a creation or an
+ * unlink: the directory holding the name is snapshotted. link's path is
+ * the file linked (an O_TMPFILE's, by AT_EMPTY_PATH or
+ * /proc/self/fd/N, reads "/dir/#N (deleted)"), path2 the new name.
+ */
+static void mkdir_done(struct cc_rec *r)
+{
+	if (tracing(r))
+		stat_path(r, r->path);
+	snap_dir(r, r->path);
+}
+
+static void mkdir_describe(struct cc_rec *r, const char *path, mode_t mode)
+{
+	use_path(r, AT_FDCWD, path);
+}
+
+static void mkdir_after(struct cc_rec *r, int ret, const char *path, mode_t mode)
+{
+	mkdir_done(r);
+}
+
+static void mkdirat_describe(struct cc_rec *r, int dirfd, const char *path, mode_t mode)
+{
+	use_path(r, dirfd, path);
+}
+
+static void mkdirat_after(struct cc_rec *r, int ret, int dirfd, const char *path,
+			  mode_t mode)
+{
+	mkdir_done(r);
+}
+
+static void rmdir_describe(struct cc_rec *r, const char *path)
+{
+	unlink_describe_at(r, AT_FDCWD, path);
+}
+
+static void rmdir_after(struct cc_rec *r, int ret, const char *path)
+{
+	unlink_done(r);
+}
+
+/* the file a link names: a descriptor's (AT_EMPTY_PATH, /proc/self/fd/N) or a path */
+static void link_source(struct cc_rec *r, int olddir, const char *old, int flags)
+{
+	char *end;
+	long fd;
+
+	if (!want_path(r))
+		return;
+	if ((flags & AT_EMPTY_PATH) && old && !*old) {
+		cc_fd_path(olddir, r->path, sizeof(r->path));
+		return;
+	}
+	if (old && !strncmp(old, "/proc/self/fd/", 14)) {
+		fd = strtol(old + 14, &end, 10);
+		if (end != old + 14 && !*end && fd >= 0 && fd <= INT32_MAX) {
+			cc_fd_path(fd, r->path, sizeof(r->path));
+			if (r->path[0])
+				return;
+		}
+	}
+	cc_abs_path(olddir, old, r->path, sizeof(r->path));
+}
+
+static void link_describe_at(struct cc_rec *r, int olddir, const char *old, int newdir,
+			     const char *new, int flags)
+{
+	link_source(r, olddir, old, flags);
+	if (want_path(r))
+		cc_abs_path(newdir, new, r->path2, sizeof(r->path2));
+}
+
+static void link_done(struct cc_rec *r, int ret)
+{
+	cc_names_changed();
+	if (tracing(r))
+		stat_path(r, ret == 0 ? r->path2 : r->path);
+	snap_dir(r, r->path2);
+	snap_path(r, r->path2);
+}
+
+static void link_describe(struct cc_rec *r, const char *old, const char *new)
+{
+	link_describe_at(r, AT_FDCWD, old, AT_FDCWD, new, 0);
+}
+
+static void link_after(struct cc_rec *r, int ret, const char *old, const char *new)
+{
+	link_done(r, ret);
+}
+
+static void linkat_describe(struct cc_rec *r, int olddir, const char *old, int newdir,
+			    const char *new, int flags)
+{
+	link_describe_at(r, olddir, old, newdir, new, flags);
+}
+
+static void linkat_after(struct cc_rec *r, int ret, int olddir, const char *old,
+			 int newdir, const char *new, int flags)
+{
+	link_done(r, ret);
+}
+
+/* a symbolic link's path is its own name; what it points to is its content */
+static void symlink_describe(struct cc_rec *r, const char *target, const char *path)
+{
+	use_path(r, AT_FDCWD, path);
+}
+
+static void symlink_after(struct cc_rec *r, int ret, const char *target, const char *path)
+{
+	snap_dir(r, r->path);
+}
+
+static void symlinkat_describe(struct cc_rec *r, const char *target, int dirfd,
+			       const char *path)
+{
+	use_path(r, dirfd, path);
+}
+
+static void symlinkat_after(struct cc_rec *r, int ret, const char *target, int dirfd,
+			    const char *path)
+{
+	snap_dir(r, r->path);
 }
 
 /* ---- size and allocation ---- */

@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "cc.h"
@@ -1339,7 +1340,7 @@ static void sb_flag(struct sb *sb, const char *name, bool *first)
 	sb_lit(sb, "\"");
 }
 
-static void add_oflags(struct sb *sb, int fl)
+static void add_oflags(struct sb *sb, int fl, int rwf)
 {
 	static const struct { int bit; const char *name; } names[] = {
 		{ O_CREAT, "O_CREAT" }, { O_EXCL, "O_EXCL" },
@@ -1358,6 +1359,13 @@ static void add_oflags(struct sb *sb, int fl)
 		sb_flag(sb, "O_SYNC", &first);
 	else if (fl & O_DSYNC)
 		sb_flag(sb, "O_DSYNC", &first);
+	/* pwritev2's own, for this one write */
+	if (rwf & RWF_DSYNC)
+		sb_flag(sb, "RWF_DSYNC", &first);
+	if (rwf & RWF_SYNC)
+		sb_flag(sb, "RWF_SYNC", &first);
+	if (rwf & RWF_APPEND)
+		sb_flag(sb, "RWF_APPEND", &first);
 	sb_lit(sb, "]");
 }
 
@@ -1454,7 +1462,7 @@ void cc_trace_call(struct cc_rec *r)
 		sb_i64(&sb, r->len);
 	}
 	if (r->oflags >= 0)
-		add_oflags(&sb, r->oflags);
+		add_oflags(&sb, r->oflags, r->rwflags);
 	if (r->msflags >= 0) {
 		static const char *const n[] = { "MS_SYNC", "MS_ASYNC", "MS_INVALIDATE" };
 		static const int b[] = { MS_SYNC, MS_ASYNC, MS_INVALIDATE };
