@@ -38,9 +38,14 @@ struct cc_shared {
 		uint64_t ready;	/* set last: dev and ino are written */
 	} taint[CC_TAINT_MAX];	/* inodes some process may change unseen: mapped MAP_SHARED or used through stdio */
 	uint64_t trace_end;	/* bytes of the trace handed out: where the next line goes */
+	struct {
+		uint64_t dev, ino;
+		uint64_t ok;	/* 1: the descriptor was open at the start */
+	} std[2];		/* the tree's stdout and stderr at its start: never faulted */
+	uint64_t std_ready;	/* 0, 1 while the first process fills std, 2 once filled */
 };
 
-#define CC_SHARED_MAGIC 0x33766b6368637263ULL	/* "crchckv3" */
+#define CC_SHARED_MAGIC 0x34766b6368637263ULL	/* "crchckv4" */
 
 struct cc_state {
 	struct plan plan;

@@ -211,6 +211,43 @@ static void parse_trace_full(void)
 	cc.thin_on = true;
 }
 
+/*
+ * The process tree's stdout and stderr as its first process found them:
+ * a fault aimed at the program's files never fires on a call to these
+ * (crash-model.md: a program must be able to say what went wrong), even
+ * in a child whose own descriptors 1 and 2 are elsewhere (a shell's
+ * `cat > file` writes its file through descriptor 1).
+ */
+static void note_std(void)
+{
+	uint64_t want = 0;
+	struct stat st;
+
+	if (!__atomic_compare_exchange_n(&cc.sh->std_ready, &want, 1, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (cc_sys_fstat(i + 1, &st) < 0)
+			continue;
+		cc.sh->std[i].dev = st.st_dev;
+		cc.sh->std[i].ino = st.st_ino;
+		cc.sh->std[i].ok = 1;
+	}
+	__atomic_store_n(&cc.sh->std_ready, 2, __ATOMIC_RELEASE);
+}
+
+/* DEV:INO was the tree's stdout or stderr at its start */
+static bool is_std(uint64_t dev, uint64_t ino)
+{
+	if (__atomic_load_n(&cc.sh->std_ready, __ATOMIC_ACQUIRE) != 2)
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (cc.sh->std[i].ok && cc.sh->std[i].dev == dev &&
+		    cc.sh->std[i].ino == ino)
+			return true;
+	return false;
+}
+
 static void cc_init(void)
 {
 	static char err[256];
@@ -311,6 +348,7 @@ static void cc_init(void)
 			enabled[r->call] = true;
 		}
 	}
+	note_std();
 	if (pthread_atfork(NULL, NULL, cc_after_fork_child))
 		cc_die("pthread_atfork failed");
 	cc_trace_init();
@@ -598,9 +636,16 @@ static bool glob_match(const char *glob, const char *path)
 /* count the call and find the rule, if any, that fires on it */
 static void decide(struct cc_rec *r)
 {
+	bool std;
+
 	r->n = __atomic_add_fetch(&cc.sh->calls[r->call], 1, __ATOMIC_SEQ_CST);
 	if (!cc.has_rules[r->call])
 		return;
+	/* the tree's stdout and stderr: counted as ever (glob rules too:
+	 * the numbers are the trace's), never faulted */
+	if (r->fd >= 0 && !r->has_ino)
+		stat_fd(r, r->fd);
+	std = r->fd >= 0 && r->has_ino && is_std(r->dev, r->ino);
 	for (size_t i = 0; i < cc.plan.nr; i++) {
 		const struct plan_rule *p = &cc.plan.rules[i];
 		unsigned long k = r->n;
@@ -613,7 +658,7 @@ static void decide(struct cc_rec *r)
 			/* every glob rule counts its own matches */
 			k = __atomic_add_fetch(&cc.sh->rules[i], 1, __ATOMIC_SEQ_CST);
 		}
-		if (r->rule < 0 && (k == p->n || (p->persist && k > p->n)))
+		if (r->rule < 0 && !std && (k == p->n || (p->persist && k > p->n)))
 			r->rule = i;
 	}
 }
