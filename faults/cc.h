@@ -73,9 +73,12 @@ void cc_serve(void);
 
 /* what the recorder snapshots after a call */
 #define SNAP_FILE 1	/* the file the call touched (fd or path) */
-#define SNAP_DIR 2	/* the WATCH listing */
-#define SNAP_ALL 4	/* every regular file in WATCH */
+#define SNAP_DIR 2	/* the listing of the directory holding path */
+#define SNAP_ALL 4	/* the whole tree under WATCH: every listing and file */
 #define SNAP_RANGE 8	/* only the bytes a write call wrote, when provably enough */
+#define SNAP_DIR2 16	/* the listing of the directory holding path2 */
+#define SNAP_SELF 32	/* the listing of path, a directory */
+#define SNAP_TREE2 64	/* path2, a directory moved in: every listing and file under it */
 
 /* One intercepted call, filled before and after it runs. */
 struct cc_rec {

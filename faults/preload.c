@@ -620,10 +620,21 @@ static void taint_rec(const struct cc_rec *r)
 		cc_taint(r->dev, r->ino);
 }
 
-static void snap_dir(struct cc_rec *r, const char *path)
+/* after a call that changed names: the listing of the directory holding
+ * path (WHICH 1) or path2 (WHICH 2), when that lies in the tree */
+static void snap_parent(struct cc_rec *r, int which)
 {
-	if (cc.recorder && (cc_under_watch(path) || !strcmp(path, cc.watch)))
-		r->snap |= SNAP_DIR;
+	const char *p = which == 2 ? r->path2 : r->path;
+
+	if (cc.recorder && cc_under_watch(p))
+		r->snap |= which == 2 ? SNAP_DIR2 : SNAP_DIR;
+}
+
+/* the listing of path, a directory of the tree (WATCH itself included) */
+static void snap_self(struct cc_rec *r)
+{
+	if (cc.recorder && (cc_under_watch(r->path) || !strcmp(r->path, cc.watch)))
+		r->snap |= SNAP_SELF;
 }
 
 static bool glob_match(const char *glob, const char *path)
@@ -1185,7 +1196,7 @@ static void fflush_after(struct cc_rec *r, int ret, FILE *f)
 	if (!f) {
 		/* fflush(NULL) writes out every stream */
 		if (cc.recorder)
-			r->snap |= SNAP_DIR | SNAP_ALL;
+			r->snap |= SNAP_ALL;
 	} else {
 		snap_fd(r, r->fd);
 	}
@@ -1238,7 +1249,7 @@ static void fopen_after(struct cc_rec *r, FILE *ret, const char *path, const cha
 		taint_rec(r);
 	}
 	if (r->oflags & (O_CREAT | O_TRUNC)) {
-		snap_dir(r, r->path);
+		snap_parent(r, 1);
 		if (ret)
 			snap_fd(r, r->fd);
 	}
@@ -1351,7 +1362,7 @@ static void fsync_after(struct cc_rec *r, int ret, int fd)
 {
 	/* even a failed fsync: the harness needs what the file held then */
 	if (r->is_dir)
-		snap_dir(r, r->path);
+		snap_self(r);
 	else
 		snap_fd(r, fd);
 }
@@ -1364,7 +1375,7 @@ static void syncfs_describe(struct cc_rec *r, int fd)
 static void syncfs_after(struct cc_rec *r, int ret, int fd)
 {
 	if (cc.recorder)
-		r->snap |= SNAP_DIR | SNAP_ALL;
+		r->snap |= SNAP_ALL;
 }
 
 static void sync_describe(struct cc_rec *r)
@@ -1374,7 +1385,7 @@ static void sync_describe(struct cc_rec *r)
 static void sync_after(struct cc_rec *r)
 {
 	if (cc.recorder)
-		r->snap |= SNAP_DIR | SNAP_ALL;
+		r->snap |= SNAP_ALL;
 }
 
 static void sync_file_range_describe(struct cc_rec *r, int fd, off64_t off,
@@ -1528,7 +1539,7 @@ static void open_done(struct cc_rec *r, int ret, int flags)
 	}
 	/* only a creating or truncating open changes what WATCH holds */
 	if (flags & (O_CREAT | O_TRUNC)) {
-		snap_dir(r, r->path);
+		snap_parent(r, 1);
 		if (ret >= 0)
 			snap_fd(r, ret);
 	}
@@ -1640,8 +1651,12 @@ static void rename_done(struct cc_rec *r, int ret)
 	cc_names_changed();
 	if (tracing(r))
 		stat_path(r, ret == 0 ? r->path2 : r->path);
-	snap_dir(r, r->path);
-	snap_dir(r, r->path2);
+	snap_parent(r, 1);
+	snap_parent(r, 2);
+	/* a directory moved in from outside: all under it is new to the trace */
+	if (cc.recorder && ret == 0 && r->is_dir && !cc_under_watch(r->path) &&
+	    cc_under_watch(r->path2))
+		r->snap |= SNAP_TREE2;
 	snap_path(r, r->path2);
 }
 
@@ -1689,7 +1704,7 @@ static void unlink_describe_at(struct cc_rec *r, int dirfd, const char *path)
 static void unlink_done(struct cc_rec *r)
 {
 	cc_names_changed();
-	snap_dir(r, r->path);
+	snap_parent(r, 1);
 }
 
 static void unlink_describe(struct cc_rec *r, const char *path)
@@ -1723,7 +1738,9 @@ static void mkdir_done(struct cc_rec *r)
 {
 	if (tracing(r))
 		stat_path(r, r->path);
-	snap_dir(r, r->path);
+	snap_parent(r, 1);
+	/* the new directory is empty: its listing says it exists */
+	snap_self(r);
 }
 
 static void mkdir_describe(struct cc_rec *r, const char *path, mode_t mode)
@@ -1793,7 +1810,7 @@ static void link_done(struct cc_rec *r, int ret)
 	cc_names_changed();
 	if (tracing(r))
 		stat_path(r, ret == 0 ? r->path2 : r->path);
-	snap_dir(r, r->path2);
+	snap_parent(r, 2);
 	snap_path(r, r->path2);
 }
 
@@ -1827,7 +1844,7 @@ static void symlink_describe(struct cc_rec *r, const char *target, const char *p
 
 static void symlink_after(struct cc_rec *r, int ret, const char *target, const char *path)
 {
-	snap_dir(r, r->path);
+	snap_parent(r, 1);
 }
 
 static void symlinkat_describe(struct cc_rec *r, const char *target, int dirfd,
@@ -1839,7 +1856,7 @@ static void symlinkat_describe(struct cc_rec *r, const char *target, int dirfd,
 static void symlinkat_after(struct cc_rec *r, int ret, const char *target, int dirfd,
 			    const char *path)
 {
-	snap_dir(r, r->path);
+	snap_parent(r, 1);
 }
 
 /* ---- size and allocation ---- */

@@ -448,6 +448,46 @@ static bool known_current(const struct stat *st)
 	return ok;
 }
 
+/*
+ * Fold ".", ".." and repeated slashes out of the absolute path BUF, in
+ * place, as the harness's reader folds them (os.path.normpath): a path the
+ * program spelled "work/../in/new" lies outside WATCH, and what lies
+ * under it is a prefix test.
+ */
+static void fold_path(char *buf)
+{
+	char *out = buf, *p = buf;
+
+	if (*p != '/')
+		return;
+	while (*p) {
+		char *seg;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		n = p - seg;
+		if (n == 1 && seg[0] == '.')
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > buf && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, n);
+		out += n;
+	}
+	if (out == buf)
+		*out++ = '/';
+	*out = '\0';
+}
+
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
 {
 	char base[CC_PATH_MAX];
@@ -457,6 +497,7 @@ void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
 		return;
 	if (path[0] == '/') {
 		snprintf(buf, size, "%s", path);
+		fold_path(buf);
 		return;
 	}
 	if (dirfd == AT_FDCWD) {
@@ -471,6 +512,7 @@ void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
 	if (!strcmp(base, "/"))
 		base[0] = '\0';
 	snprintf(buf, size, "%s/%s", base, path);
+	fold_path(buf);
 }
 
 /*
@@ -974,71 +1016,286 @@ out:
 }
 
 /*
- * Walk the WATCH directory: with FILES false write "name":ino of each
- * regular file, with FILES true the content snapshot of each.
+ * The names under WATCH. A snapshot of names is a directory's listing,
+ * keyed by the directory's inode: "dirs":{"1300":{"target":1234,
+ * "sub":{"d":1301},"ln":{"l":"target"}}} -- a regular file as its inode,
+ * a directory as {"d":inode}, a symbolic link as {"l":what it holds};
+ * anything else (a fifo, a socket, a device) is not listed. A call that
+ * changes names lists only the directories it changed (cc_rec.snap), so a
+ * program making thousands of files in a tree pays for one directory per
+ * call, not for the tree; the init record, sync and syncfs list the
+ * whole tree, and give the content of every regular file in it.
  */
-static void walk_watch(struct sb *sb, bool files)
-{
-	char buf[8192];
-	bool first = true;
-	int dfd = cc_sys_open(cc.watch, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+#define TREE_DEPTH 64		/* directories deeper than this are not walked */
 
-	if (dfd < 0)
+/* the inodes a whole-tree walk has given content for: a file with several
+ * names is one snap.files entry */
+struct inoset {
+	uint64_t *slot;		/* open addressing; 0 = empty (no inode is 0) */
+	size_t cap, nr;
+};
+
+static bool inoset_add(struct inoset *s, uint64_t ino)
+{
+	size_t i;
+
+	if (!ino)
+		return true;
+	if (2 * (s->nr + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		uint64_t *slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return true;	/* no memory: at worst an entry twice */
+		for (size_t j = 0; j < s->cap; j++) {
+			if (!s->slot[j])
+				continue;
+			for (i = s->slot[j] % cap; slot[i]; i = (i + 1) % cap)
+				;
+			slot[i] = s->slot[j];
+		}
+		free(s->slot);
+		s->slot = slot;
+		s->cap = cap;
+	}
+	for (i = ino % s->cap; s->slot[i]; i = (i + 1) % s->cap)
+		if (s->slot[i] == ino)
+			return false;
+	s->slot[i] = ino;
+	s->nr++;
+	return true;
+}
+
+struct dent {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* the d_type of NAME in DFD, asked of the inode when the listing does not say */
+static int dent_type(int dfd, const struct dent *d)
+{
+	struct stat st;
+
+	if (d->d_type != DT_UNKNOWN)
+		return d->d_type;
+	if (syscall(SYS_newfstatat, dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return DT_UNKNOWN;
+	if (S_ISREG(st.st_mode))
+		return DT_REG;
+	if (S_ISDIR(st.st_mode))
+		return DT_DIR;
+	if (S_ISLNK(st.st_mode))
+		return DT_LNK;
+	return DT_UNKNOWN;
+}
+
+/*
+ * Call FN for each entry of the directory open at DFD but "." and ".."
+ * (that it lists as a regular file, a directory or a symbolic link).
+ */
+static void each_entry(int dfd, void (*fn)(int dfd, const struct dent *d, int type, void *arg),
+		       void *arg)
+{
+	/* on the heap: a walk goes TREE_DEPTH directories deep, and the
+	 * program's thread may have a small stack */
+	enum { DENTS = 8192 };
+	char *buf = malloc(DENTS);
+
+	if (!buf)
 		return;
 	for (;;) {
-		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		long n = syscall(SYS_getdents64, dfd, buf, DENTS);
+
 		if (n <= 0)
 			break;
 		for (long off = 0; off < n;) {
-			struct {
-				uint64_t d_ino;
-				int64_t d_off;
-				unsigned short d_reclen;
-				unsigned char d_type;
-				char d_name[];
-			} *d = (void *)(buf + off);
+			const struct dent *d = (const void *)(buf + off);
+			int type;
+
 			off += d->d_reclen;
 			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
 				continue;
-			if (d->d_type == DT_UNKNOWN) {
-				struct stat st;
-				if (syscall(SYS_newfstatat, dfd, d->d_name, &st,
-					    AT_SYMLINK_NOFOLLOW) < 0 ||
-				    !S_ISREG(st.st_mode))
-					continue;
-			} else if (d->d_type != DT_REG) {
-				continue;
-			}
-			if (files) {
-				int fd = cc_open_read(dfd, d->d_name, O_CLOEXEC |
-						      O_NOFOLLOW | O_NONBLOCK);
-				struct stat st;
-
-				if (fd < 0)
-					continue;
-				if (cc_sys_fstat(fd, &st) == 0)
-					snap_file_fd(sb, fd, &st, &first);
-				cc_sys_close(fd);
-				continue;
-			}
-			if (!first)
-				sb_lit(sb, ",");
-			first = false;
-			sb_quote(sb, d->d_name);
-			sb_lit(sb, ":");
-			sb_u64(sb, d->d_ino);
+			type = dent_type(dfd, d);
+			if (type == DT_REG || type == DT_DIR || type == DT_LNK)
+				fn(dfd, d, type, arg);
 		}
 	}
+	free(buf);
+}
+
+struct listing {
+	struct sb *sb;
+	bool first;
+};
+
+static void list_one(int dfd, const struct dent *d, int type, void *arg)
+{
+	struct listing *l = arg;
+	char target[CC_PATH_MAX];
+	long n;
+
+	if (type == DT_LNK) {
+		n = syscall(SYS_readlinkat, dfd, d->d_name, target, sizeof(target) - 1);
+		if (n < 0)
+			return;
+		target[n] = '\0';
+	}
+	if (!l->first)
+		sb_lit(l->sb, ",");
+	l->first = false;
+	sb_quote(l->sb, d->d_name);
+	if (type == DT_REG) {
+		sb_lit(l->sb, ":");
+		sb_u64(l->sb, d->d_ino);
+	} else if (type == DT_DIR) {
+		sb_lit(l->sb, ":{\"d\":");
+		sb_u64(l->sb, d->d_ino);
+		sb_lit(l->sb, "}");
+	} else {
+		sb_lit(l->sb, ":{\"l\":");
+		sb_quote(l->sb, target);
+		sb_lit(l->sb, "}");
+	}
+}
+
+/* "1300":{...} for the directory open at DFD; FIRST: no comma before */
+static void sb_listing(struct sb *sb, int dfd, uint64_t dino, bool *first)
+{
+	struct listing l = { sb, true };
+
+	if (!*first)
+		sb_lit(sb, ",");
+	*first = false;
+	sb_lit(sb, "\"");
+	sb_u64(sb, dino);
+	sb_lit(sb, "\":{");
+	each_entry(dfd, list_one, &l);
+	sb_lit(sb, "}");
+}
+
+/* what a walk of a tree writes, and where it has been */
+struct walk {
+	struct sb *sb;
+	bool files;		/* write files' contents, not listings */
+	bool *first;
+	struct inoset seen;	/* files: the inodes given; listings: the directories */
+	int depth;
+};
+
+static void walk_dir(struct walk *w, int dfd, uint64_t dino);
+
+static void walk_one(int dfd, const struct dent *d, int type, void *arg)
+{
+	struct walk *w = arg;
+	struct stat st;
+	int fd;
+
+	if (type == DT_DIR) {
+		if (w->depth >= TREE_DEPTH)
+			return;
+		fd = cc_open_read(dfd, d->d_name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (cc_sys_fstat(fd, &st) == 0) {
+			w->depth++;
+			walk_dir(w, fd, st.st_ino);
+			w->depth--;
+		}
+		cc_sys_close(fd);
+		return;
+	}
+	if (!w->files || type != DT_REG || !inoset_add(&w->seen, d->d_ino))
+		return;
+	fd = cc_open_read(dfd, d->d_name, O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (cc_sys_fstat(fd, &st) == 0)
+		snap_file_fd(w->sb, fd, &st, w->first);
+	cc_sys_close(fd);
+}
+
+/*
+ * The listings (or with W->files the files' contents) of the directory
+ * open at DFD and of every directory under it. A listing is written
+ * before the walk goes down: the object of listings is flat. getdents
+ * keeps its place in DFD, so walk_one can go down in the middle of it.
+ */
+static void walk_dir(struct walk *w, int dfd, uint64_t dino)
+{
+	if (!w->files) {
+		/* a directory reached twice (a bind mount) is listed once */
+		if (!inoset_add(&w->seen, dino))
+			return;
+		sb_listing(w->sb, dfd, dino, w->first);
+		syscall(SYS_lseek, dfd, 0L, SEEK_SET);
+	}
+	each_entry(dfd, walk_one, w);
+}
+
+/* the tree under the directory at PATH: its listings, or its files */
+static void walk_tree(struct sb *sb, const char *path, bool files, bool *first)
+{
+	struct walk w = { sb, files, first, { NULL, 0, 0 }, 0 };
+	struct stat st;
+	int dfd = cc_open_read(AT_FDCWD, path, O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	if (cc_sys_fstat(dfd, &st) == 0)
+		walk_dir(&w, dfd, st.st_ino);
+	cc_sys_close(dfd);
+	free(w.seen.slot);
+}
+
+/* the listing of the directory at PATH, unless its inode is in DONE (of
+ * NDONE, at most 3) */
+static void snap_listing(struct sb *sb, const char *path, uint64_t *done, int *ndone,
+			 bool *first)
+{
+	struct stat st;
+	int dfd = cc_open_read(AT_FDCWD, path, O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	if (cc_sys_fstat(dfd, &st) == 0) {
+		for (int i = 0; i < *ndone; i++)
+			if (done[i] == st.st_ino)
+				goto out;
+		done[(*ndone)++] = st.st_ino;
+		sb_listing(sb, dfd, st.st_ino, first);
+	}
+out:
 	cc_sys_close(dfd);
 }
 
+/* PATH's directory (all of it but the last name) into BUF */
+static void parent_of(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, path, n);
+	buf[n ? n : 0] = '\0';
+	if (!n && slash)
+		snprintf(buf, size, "/");
+}
+
+/* the whole tree: every listing and every regular file's content */
 static void snap_all(struct sb *sb)
 {
-	sb_lit(sb, ",\"snap\":{\"dir\":{");
-	walk_watch(sb, false);
+	bool first = true;
+
+	sb_lit(sb, "\"dirs\":{");
+	walk_tree(sb, cc.watch, false, &first);
 	sb_lit(sb, "},\"files\":{");
-	walk_watch(sb, true);
-	sb_lit(sb, "}}");
+	first = true;
+	walk_tree(sb, cc.watch, true, &first);
+	sb_lit(sb, "}");
 }
 
 static uint64_t next_seq(void)
@@ -1323,8 +1580,18 @@ void cc_trace_init(void)
 	 * Only the first process's listing is the durable starting state the
 	 * harness set up; an exec'd child starts somewhere in the middle.
 	 */
-	if (cc.recorder && first)
+	if (cc.recorder && first) {
+		uint64_t root;
+
+		sb_lit(&sb, ",\"snap\":{");
+		if (cc_sys_stat_ino(cc.watch, &root, NULL, NULL) == 0) {
+			sb_lit(&sb, "\"root\":");
+			sb_u64(&sb, root);
+			sb_lit(&sb, ",");
+		}
 		snap_all(&sb);
+		sb_lit(&sb, "}");
+	}
 	sb_lit(&sb, "}");
 	emit(&sb);
 }
@@ -1416,6 +1683,49 @@ static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
 }
 
 /*
+ * What a call changed: the listings of the directories it names (the one
+ * holding path, the one holding path2, path itself; a directory moved in
+ * from outside WATCH with all under it) and the file it touched.
+ */
+static void snap_some(struct sb *sb, struct cc_rec *r)
+{
+	bool first = true, ffirst = true, any = false;
+	char dir[CC_PATH_MAX];
+	uint64_t done[3];
+	int ndone = 0;
+	struct stat st;
+
+	if (r->snap & (SNAP_DIR | SNAP_DIR2 | SNAP_SELF | SNAP_TREE2)) {
+		sb_lit(sb, "\"dirs\":{");
+		if (r->snap & SNAP_DIR) {
+			parent_of(r->path, dir, sizeof(dir));
+			snap_listing(sb, dir, done, &ndone, &first);
+		}
+		if (r->snap & SNAP_DIR2) {
+			parent_of(r->path2, dir, sizeof(dir));
+			snap_listing(sb, dir, done, &ndone, &first);
+		}
+		if (r->snap & SNAP_SELF)
+			snap_listing(sb, r->path, done, &ndone, &first);
+		if (r->snap & SNAP_TREE2)
+			walk_tree(sb, r->path2, false, &first);
+		sb_lit(sb, "}");
+		any = true;
+	}
+	if (!(r->snap & SNAP_TREE2) && !((r->snap & SNAP_FILE) && r->snap_fd >= 0))
+		return;
+	if (any)
+		sb_lit(sb, ",");
+	sb_lit(sb, "\"files\":{");
+	if ((r->snap & SNAP_FILE) && r->snap_fd >= 0 && snap_fd_stat(r, &st) &&
+	    (!(r->snap & SNAP_RANGE) || cc.snap_full || !snap_range(sb, r, &st, &ffirst)))
+		snap_file_fd(sb, r->snap_fd, &st, &ffirst);
+	if (r->snap & SNAP_TREE2)
+		walk_tree(sb, r->path2, true, &ffirst);
+	sb_lit(sb, "}");
+}
+
+/*
  * The call's line. A lite call (before CRASHCHECK_TRACE_FROM) takes its
  * seq, so that the lines after it are numbered as in a whole trace, and
  * has a line only when a rule fired on it or another process took the
@@ -1497,32 +1807,11 @@ void cc_trace_call(struct cc_rec *r)
 	}
 
 	if (cc.recorder && r->snap) {
-		bool first = true;
-
 		sb_lit(&sb, ",\"snap\":{");
-		if (r->snap & (SNAP_DIR | SNAP_ALL)) {
-			sb_lit(&sb, "\"dir\":{");
-			walk_watch(&sb, false);
-			sb_lit(&sb, "}");
-			first = false;
-		}
-		if (r->snap & SNAP_ALL) {
-			sb_lit(&sb, ",\"files\":{");
-			walk_watch(&sb, true);
-			sb_lit(&sb, "}");
-		} else if ((r->snap & SNAP_FILE) && r->snap_fd >= 0) {
-			bool ffirst = true;
-			struct stat st;
-
-			if (!first)
-				sb_lit(&sb, ",");
-			sb_lit(&sb, "\"files\":{");
-			if (snap_fd_stat(r, &st) &&
-			    (!(r->snap & SNAP_RANGE) || cc.snap_full ||
-			     !snap_range(&sb, r, &st, &ffirst)))
-				snap_file_fd(&sb, r->snap_fd, &st, &ffirst);
-			sb_lit(&sb, "}");
-		}
+		if (r->snap & SNAP_ALL)
+			snap_all(&sb);
+		else
+			snap_some(&sb, r);
 		sb_lit(&sb, "}");
 	}
 	sb_lit(&sb, "}");

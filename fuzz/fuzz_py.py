@@ -223,9 +223,11 @@ class ExplorerTarget(TraceTarget):
                                       exit_ok=True, **source)
             for p in points:
                 for st in p.states:
-                    st.files, st.target, st.digest()
+                    st.files, st.target, st.digest(), st.dirs, st.links
             shape.append(len(points))
             ends[model] = points[-1]
+        # what no call accounts for: the same replay, the same errors
+        explorer.unseen(records, **source)
         # the sweep's way to the after-exit points (every model from one
         # replay, plain writes the short way, moot writes passed over)
         # must end where explore does

@@ -63,6 +63,14 @@ def trace_without_pids(path):
         if isinstance(snap, dict):
             if "dir" in snap:
                 snap["dir"] = {k: ino(v) for k, v in snap["dir"].items()}
+            if "root" in snap:
+                snap["root"] = ino(snap["root"])
+            if "dirs" in snap:
+                snap["dirs"] = {
+                    ino(d): {k: ino(v) if isinstance(v, int) else
+                             {"d": ino(v["d"])} if "d" in v else v
+                             for k, v in listing.items()}
+                    for d, listing in snap["dirs"].items()}
             if "files" in snap:
                 snap["files"] = {ino(k): v for k, v in snap["files"].items()}
         lines.append(rec)

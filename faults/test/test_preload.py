@@ -207,17 +207,23 @@ def baseline_write():
         ren = run.calls("rename")[0]
         expect(ren["path"].endswith("/target.tmp") and ren["path2"].endswith("/target"),
                "rename path and path2", ren)
-        expect(set(ren["snap"]["dir"]) == {"target"}, "target alone after rename",
-               ren["snap"]["dir"])
+        root = os.stat(run.watch).st_ino
+        expect(list(ren["snap"]["dirs"]) == [str(root)] and
+               set(ren["snap"]["dirs"][str(root)]) == {"target"},
+               "WATCH's listing, target alone, after rename", ren["snap"])
         dsync = run.calls("fsync")[1]
-        expect(dsync.get("dir") is True and "dir" in dsync["snap"],
-               "fsync of the directory with a listing", dsync)
+        expect(dsync.get("dir") is True and dsync["ino"] == root and
+               list(dsync["snap"]["dirs"]) == [str(root)],
+               "fsync of the directory with its listing", dsync)
         w3 = run.calls("write")[2]
         expect((w3["off"], w3["len"], w3["ret"]) == (3000, 1096, 1096),
                "write#3 at 3000 of 1096", w3)
         init = run.recs[0]
-        expect(init["snap"]["dir"] == {"target": os.stat(
-            os.path.join(run.watch, "target")).st_ino} or True, "init listing", init)
+        listing = init["snap"]["dirs"].get(str(root), {})
+        expect(init["snap"]["root"] == root and list(init["snap"]["dirs"]) ==
+               [str(root)] and list(listing) == ["target"] and
+               list(init["snap"]["files"]) == [str(listing["target"])],
+               "init listing: WATCH holding the old target", init)
     finally:
         run.cleanup()
 
@@ -414,7 +420,7 @@ def vec_family():
                   "fallocate", "truncate", "unlinkat", "renameat2", "syncfs", "sync"):
             expect(run.calls(c), f"a {c} record", [r.get("call") for r in run.recs])
         s = run.calls("sync")[0]
-        expect("files" in s["snap"] and "dir" in s["snap"], "a full snapshot at sync", s)
+        expect("files" in s["snap"] and "dirs" in s["snap"], "a full snapshot at sync", s)
     finally:
         run.cleanup()
     run = Run("vec", "writev#1=short:1010")

@@ -573,7 +573,9 @@ def cases_of(combo, out, settings):
 # program at work: a call that writes, maps or syncs, renames or unlinks a
 # name, or creates or truncates a file.
 SEEN_CLASSES = ("C_DATA", "C_SYNC", "C_MAP")
-SEEN_NAME_CALLS = ("rename", "renameat", "renameat2", "unlink", "unlinkat")
+SEEN_NAME_CALLS = ("rename", "renameat", "renameat2", "unlink", "unlinkat",
+                   "rmdir", "mkdir", "mkdirat", "link", "linkat", "symlink",
+                   "symlinkat")
 SEEN_OPEN_FLAGS = ("O_CREAT", "O_TRUNC")
 
 

@@ -735,6 +735,8 @@ def _valid_fast(rec):
     if d is not None and not (type(d) is dict
                               and set(map(type, d.values())) <= _INT_ONLY):
         return False
+    if ("dirs" in snap or "root" in snap) and _dirs_problem(snap):
+        return False
     files = snap.get("files")
     if files is None:
         return True
@@ -756,6 +758,39 @@ def _valid_fast(rec):
 
 
 _HEX = re.compile(r"[0-9a-f]*\Z")
+_DIGITS = re.compile(r"[0-9]+\Z")
+
+
+def _is_entry(v):
+    """A listing's entry: a file's inode, {"d": inode}, {"l": text}."""
+    if type(v) is int:
+        return v >= 0
+    if type(v) is not dict or len(v) != 1:
+        return False
+    (k, x), = v.items()
+    return (k == "d" and type(x) is int and x >= 0) or (
+        k == "l" and type(x) is str)
+
+
+def _dirs_problem(snap):
+    """What is wrong with a snapshot's "root" and "dirs" (the listings of
+    directories by inode, docs/design.md), or None."""
+    root = snap.get("root")
+    if root is not None and not (type(root) is int and root >= 0):
+        return "snap.root is not an inode number"
+    dirs = snap.get("dirs")
+    if dirs is None:
+        return None
+    if type(dirs) is not dict:
+        return "snap.dirs is not an object"
+    for key, listing in dirs.items():
+        if not _DIGITS.match(key):
+            return f"snap.dirs: {key!r} is not an inode number"
+        if type(listing) is not dict or not all(map(_is_entry,
+                                                    listing.values())):
+            return (f"snap.dirs[{key!r}] is not a map of names to inodes, "
+                    "directories and links")
+    return None
 
 
 def _data_problem(f):
@@ -831,6 +866,9 @@ def _validate(rec, name, lineno):
         if d is not None and not (isinstance(d, dict) and all(
                 isinstance(k, str) and isinstance(v, int) for k, v in d.items())):
             bad("snap.dir is not a map of names to inodes")
+        problem = _dirs_problem(snap)
+        if problem:
+            bad(problem)
         files = snap.get("files")
         if files is not None:
             if not isinstance(files, dict):

@@ -1,10 +1,10 @@
 """Power-loss crash states from a recorded trace.
 
 The recorder (faults/libcrashcheck.so) writes, after every intercepted call,
-what a read would see: the WATCH directory's names and the content of every
-file the call touched -- whole, or for a write only the range it wrote,
-which the replay lays over the content it last knew (docs/design.md,
-"Trace: JSON lines").  It cannot see the disk.  This module replays the trace
+what a read would see: the listings of the directories under WATCH the call
+changed, by inode, and the content of every file the call touched -- whole,
+or for a write only the range it wrote, which the replay lays over the
+content it last knew (docs/design.md, "Trace: JSON lines").  It cannot see the disk.  This module replays the trace
 against a model of what the storage stack is allowed to have kept, and at
 every crash point builds the directories a power cut could leave behind, as
 docs/crash-model.md defines them.  The oracle judges each one.
@@ -14,14 +14,19 @@ Two models, chosen per run:
 posix (the weakest, the default)
     Only the events of crash-model.md's table make anything durable.  Every
     other change is independent of every other: each dirty 4096-byte block of
-    a file old or new, its size old or new, each directory change since the
-    last fsync of the directory persisted or not.  A persisted name of a file
+    a file old or new, its size old or new, a pending truncation persisted
+    or not, each directory's changes since its last fsync persisted or not
+    (one call's change to one directory persists whole; a rename between
+    two directories is a change to each).  A persisted name of a file
     whose data is not durable shows the file's durable content: empty for a
-    file that was never synced.
+    file that was never synced.  Names live in directories: a state holds
+    what the persisted names reach from WATCH (docs/design.md, "The
+    explorer's tree").
 
 ext4-ordered (data=ordered, delalloc, auto_da_alloc)
-    Metadata (create, rename, unlink, link, truncate) goes through one journal
-    and a crash keeps a prefix of it; a successful fsync, fdatasync, msync,
+    Metadata (create, rename, unlink, link, mkdir, truncate: what one call
+    changes, in every directory) goes through one journal and a crash keeps
+    a prefix of it; a successful fsync, fdatasync, msync,
     O_SYNC write or directory fsync commits the whole journal.  Overwrites of
     blocks that stay allocated are not ordered with the journal: each is
     independently old or new.  Data past the allocated size is delayed
@@ -121,7 +126,21 @@ MMAP_CALLS = frozenset(("mmap", "mmap64"))
 # calls whose size change is metadata (a journal entry) rather than data
 SIZE_CALLS = frozenset(("ftruncate", "ftruncate64", "truncate", "truncate64",
                         "fallocate", "posix_fallocate"))
-# the flags of a write that _plain_args lets take the short way
+# calls that change a file's data from data the program never held: the
+# output's whole snapshot says what they did
+COPY_CALLS = frozenset(("copy_file_range", "sendfile", "splice"))
+# every call that changes a file's data, by its descriptor or path
+DATA_CALLS = WRITE_CALLS | STDIO_CALLS | COPY_CALLS | SIZE_CALLS | {"mmap"}
+# calls that change names, besides the creating opens
+NAME_CALLS = frozenset(("rename", "renameat", "renameat2", "link", "linkat",
+                        "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat",
+                        "symlink", "symlinkat"))
+# calls that give an existing file (or directory) a name in the tree
+MOVE_CALLS = frozenset(("rename", "renameat", "renameat2", "link", "linkat"))
+# flags of a write that make it durable when it returns
+SYNC_FLAGS = frozenset(("O_SYNC", "O_DSYNC", "RWF_SYNC", "RWF_DSYNC"))
+# the flags of a write that _plain_args lets take the short way (a copy
+# or an unseen change never reaches it: only WRITE_CALLS are asked)
 _PLAIN = frozenset(("O_APPEND",))
 # errors that mean the device refused the data, not a bad argument
 HARD_ERRNOS = frozenset((5, 28, 122))   # EIO, ENOSPC, EDQUOT
@@ -149,28 +168,31 @@ class Change:
 
 
 class CrashState:
-    """One directory a power cut could leave behind.
+    """One tree a power cut could leave behind.
 
     files and target are built from the state's recipe on every access
     and not kept: a sweep over a 4 MiB file holds thousands of states, and
     only the one being judged needs its bytes.  key is the state's
-    identity, (name, content digest) pairs: equal keys, equal files.
+    identity, (path, content digest) pairs: equal keys, equal trees.
+    Paths are relative to WATCH, '/'-separated ("target", "sub/f").
     """
 
     def __init__(self, label, recipes, target_name, why, rule, persisted,
-                 lost, key):
+                 lost, key, dirs=(), links=None):
         self.label = label              # "state 3", 1-based within its point
         self.why = why                  # what persisted and what did not
         self.rule = rule                # the rule it shows broken, or ""
         self.persisted = persisted      # [Change]
         self.lost = lost                # [Change]
-        self.key = key                  # ((name, 16-byte digest), ...)
-        self._recipes = recipes         # name -> _Recipe
+        self.key = key                  # ((path, 16-byte digest), ...)
+        self._recipes = recipes         # path -> _Recipe
         self._target = target_name
+        self.dirs = tuple(dirs)         # the directories under WATCH, by path
+        self.links = links or {}        # path -> what the symbolic link holds
 
     @property
     def files(self):
-        """name -> bytes: the WATCH directory's regular files."""
+        """path -> bytes: the regular files of the tree."""
         return {n: r.build() for n, r in self._recipes.items()}
 
     @property
@@ -187,7 +209,8 @@ class CrashState:
 
     def copy(self):
         return CrashState(self.label, self._recipes, self._target, self.why,
-                          self.rule, self.persisted, self.lost, self.key)
+                          self.rule, self.persisted, self.lost, self.key,
+                          self.dirs, self.links)
 
     def __repr__(self):
         return (f"CrashState({self.label!r}, files={sorted(self._recipes)}, "
@@ -207,7 +230,7 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
             target_name: str = "target", cap: int = DEFAULT_CAP,
             seed: int = 0, *, content: Callable[[str], bytes] | None = None,
             exit_ok: bool = False, only_exit: bool = False,
-            blob_cache: dict | None = None) -> list:
+            blob_cache: dict | None = None, sector: int = BLOCK) -> list:
     """Crash points of a parsed trace under MODEL, each with its states.
 
     snapdir is the snapshot directory (content at SNAPDIR/<hash>), or a
@@ -216,16 +239,19 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     claimed. only_exit returns the after-exit point alone, with the same
     states as in the full list (explore_exit()). blob_cache, a dict, keeps
     the snapshot contents read for another call on the same snapshots.
+    sector, a power of two from 512 to BLOCK: the device's unit of atomic
+    writes; below BLOCK, writes also tear inside a block.
     """
     _check_model(model)
     if only_exit:
         return [explore_exit(records, snapdir, (model,), target_name, cap,
                              seed, content=content, exit_ok=exit_ok,
-                             blob_cache=blob_cache)[model]]
-    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
+                             blob_cache=blob_cache, sector=sector)[model]]
+    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache,
+                         sector)
     init = recs[0]
     world = _World(model, blobs, init)
-    builder = _Builder(world, target_name, cap, seed)
+    builder = _Builder(world, target_name, cap, seed, sector)
     points = [CrashPoint("before first call", init["seq"], False,
                          builder.states(0), None)]
     counts = {}
@@ -251,7 +277,7 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
                  target_name: str = "target", cap: int = DEFAULT_CAP,
                  seed: int = 0, *, content: Callable[[str], bytes] | None = None,
                  exit_ok: bool = False, blob_cache: dict | None = None,
-                 moot_full: bool = True) -> dict:
+                 moot_full: bool = True, sector: int = BLOCK) -> dict:
     """The after-exit crash point of a parsed trace under each of MODELS:
     {model: CrashPoint}, each what explore() would give as the last of
     its list. The sweep judges a fault case there alone, under each model
@@ -264,9 +290,10 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
     raises ThinRecord (a thin run's: sweep.Judge.thin_window)."""
     for model in models:
         _check_model(model)
-    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache)
+    blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache,
+                         sector)
     worlds = [_World(model, blobs, recs[0]) for model in models]
-    builders = [_Builder(w, target_name, cap, seed) for w in worlds]
+    builders = [_Builder(w, target_name, cap, seed, sector) for w in worlds]
     # each point is only noted: its index seeds the sampling of the
     # after-exit point when the world did not change since
     for b in builders:
@@ -332,11 +359,17 @@ def _check_model(model):
                             f"(expected {' or '.join(MODELS)})")
 
 
-def _setup(records, snapdir, content, cap, seed, blob_cache):
+SECTORS = (512, 1024, 2048, 4096)
+
+
+def _setup(records, snapdir, content, cap, seed, blob_cache, sector=BLOCK):
     """(blobs, records in seq order) for an exploration; checks the
     arguments they come from."""
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise ExplorerError(f"cap must be a positive integer, not {cap!r}")
+    if sector not in SECTORS or isinstance(sector, bool):
+        raise ExplorerError(f"sector must be one of "
+                            f"{', '.join(map(str, SECTORS))}, not {sector!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ExplorerError(f"seed must be an integer, not {seed!r}")
     if callable(snapdir) and content is None:
@@ -371,8 +404,8 @@ def visible(records: Iterable[dict], snapdir=None, *,
     world = _World("posix", _Blobs(snapdir, content), recs[0])
 
     def seen():
-        return {name: world.inodes[ino].vis
-                for name, ino in sorted(world.vis_dir.items())}
+        return {path: world.inodes[ino].vis
+                for path, ino in world.tree(world.vis)[0].items()}
 
     out = [("before first call", seen())]
     counts = {}
@@ -390,20 +423,57 @@ def visible(records: Iterable[dict], snapdir=None, *,
     return out
 
 
+def unseen(records: Iterable[dict], snapdir=None, workdir=None, *,
+           content: Callable[[str], bytes] | None = None) -> list:
+    """The changes to the tree that no intercepted call accounts for: a
+    file whose content changed between two of its snapshots with no call
+    on it that writes, a name that appeared, went or changed in a
+    directory no call named, and, given the WORKDIR the trace's run left,
+    what that tree holds that the last snapshots did not show. Each is
+    {"path", "what": "content" or "name", "at": the call whose snapshot
+    showed it ("fsync#1") or "exit", "seq"}, once per path and kind, in
+    trace order: changed by a call crashcheck cannot see (a raw system
+    call, io_uring, a static helper). Files written through stdio or a
+    shared mapping change between calls by design and are left out."""
+    if callable(snapdir) and content is None:
+        content, snapdir = snapdir, None
+    recs = _check_records(records)
+    world = _World("posix", _Blobs(snapdir, content), recs[0])
+    world.audit = []
+    for rec in recs[1:]:
+        if rec["ev"] == "call":
+            world.call(rec)
+    out = list(world.audit)
+    if workdir is not None:
+        out += world.on_disk(workdir, recs[-1]["seq"] + 1)
+    return out
+
+
 def layout(state: CrashState, directory) -> list:
-    """Write STATE's files into DIRECTORY (absent or empty); return paths."""
+    """Write STATE's tree into DIRECTORY (absent or empty): its
+    directories, regular files and symbolic links; return the files'
+    paths."""
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     if os.listdir(directory):
         raise ExplorerError(f"layout: '{directory}' is not empty")
+
+    def place(rel):
+        parts = rel.split("/")
+        if not rel or any(p in ("", ".", "..") for p in parts):
+            raise ExplorerError(f"layout: bad path {rel!r}")
+        return os.path.join(directory, *parts)
+
+    for rel in sorted(state.dirs):
+        os.makedirs(place(rel), exist_ok=True)
     paths = []
-    for name, data in sorted(state.files.items()):
-        if not name or "/" in name or name in (".", ".."):
-            raise ExplorerError(f"layout: bad file name {name!r}")
-        path = os.path.join(directory, name)
+    for rel, data in sorted(state.files.items()):
+        path = place(rel)
         with open(path, "wb") as f:
             f.write(data)
         paths.append(path)
+    for rel, target in sorted(state.links.items()):
+        os.symlink(target, place(rel))
     return paths
 
 
@@ -539,15 +609,26 @@ class _Digests:
 
 class _Recipe:
     """A file's content in a crash state: BASE with the blocks BLOCKS taken
-    from VIS (each as far as VIS reaches), cut or zero-extended to SIZE."""
+    from VIS (each as far as VIS reaches), cut or zero-extended to SIZE.
+    TEAR, (block, n), takes only the first n bytes of that block from VIS:
+    a write torn inside a block, on a device that writes sectors."""
 
-    __slots__ = ("base", "vis", "blocks", "size")
+    __slots__ = ("base", "vis", "blocks", "size", "tear")
 
-    def __init__(self, base, vis, blocks, size):
+    def __init__(self, base, vis, blocks, size, tear=None):
         self.base = base
         self.vis = vis
         self.blocks = blocks        # frozenset of block indices
         self.size = size
+        self.tear = tear if tear is not None and tear[0] in blocks else None
+
+    def _span(self, b):
+        """The bytes of block B that come from VIS: [s, e)."""
+        s = b * BLOCK
+        e = min(s + BLOCK, len(self.vis))
+        if self.tear is not None and self.tear[0] == b:
+            e = min(e, s + self.tear[1])
+        return s, e
 
     def build(self):
         base, size = self.base, self.size
@@ -557,7 +638,7 @@ class _Recipe:
             return base[:size].ljust(size, b"\0")
         img = bytearray(base)
         for b in sorted(self.blocks):
-            s, e = b * BLOCK, min(b * BLOCK + BLOCK, len(self.vis))
+            s, e = self._span(b)
             if s >= e:
                 continue
             if len(img) < e:
@@ -570,7 +651,8 @@ class _Recipe:
     def _block(self, j, lo, hi):
         arr = bytearray(self.base[lo:hi].ljust(hi - lo, b"\0"))
         if j in self.blocks:
-            seg = self.vis[lo:min(lo + BLOCK, len(self.vis), hi)]
+            s, e = self._span(j)
+            seg = self.vis[lo:min(e, hi)]
             arr[:len(seg)] = seg
         return bytes(arr)
 
@@ -583,9 +665,10 @@ class _Recipe:
         for j in range(len(out), full):     # past the base's full blocks
             out.append(_ZERO_BLOCK if len(base) <= j * BLOCK
                        else _h(self._block(j, j * BLOCK, j * BLOCK + BLOCK)))
+        tear = self.tear[0] if self.tear is not None else None
         for j in blocks:
             if j < full:
-                out[j] = vd[j] if j < len(vd) else _h(
+                out[j] = vd[j] if j < len(vd) and j != tear else _h(
                     self._block(j, j * BLOCK, j * BLOCK + BLOCK))
         if size % BLOCK:
             out.append(_h(self._block(full, full * BLOCK, size)))
@@ -614,7 +697,7 @@ class _Inode:
 
     __slots__ = ("ino", "_vis", "_buf", "dimg", "lost", "born", "synced",
                  "odirect", "mapped", "truncated", "fsynced", "stdio_late",
-                 "da_close", "rev", "_cache")
+                 "da_close", "cut", "rev", "_cache")
 
     def __init__(self, ino, content, born):
         self.ino = ino
@@ -631,6 +714,8 @@ class _Inode:
         self.stdio_late = False  # a stdio call changed it after that
                                  # fsync: the data sat in the FILE buffer
         self.da_close = False   # ext4: truncated to 0, flush at close
+        self.cut = None         # posix: the least size it was cut to
+                                # below its durable size since its last sync
         self.rev = 0            # bumped on every change, keys _cache
         self._cache = None
 
@@ -692,88 +777,160 @@ class _Inode:
 
 # ---------------------------------------------------------------- journal
 
+# A directory entry as the replay holds it: a regular file's inode (int),
+# ("d", inode) for a directory, ("l", what it holds) for a symbolic link.
+# The root of a trace whose records list WATCH alone ("dir", the format
+# before trees) is this key.
+LEGACY_ROOT = "."
+
+
+def _is_file(entry):
+    return type(entry) is int
+
+
 class _DirOp:
-    """One directory change; a rename over a name is one atomic change."""
+    """Names that change together, persisting whole or not at all: under
+    posix what one call changed in one directory (a rename within it, an
+    exchange, a creation); under ext4-ordered all that one call changed,
+    in every directory (one journal transaction). A rename between two
+    directories is two of these under posix, one per directory, as
+    crash-model.md's "Names live in directories" says."""
 
-    __slots__ = ("kind", "name", "ino", "src", "replaced")
+    __slots__ = ("dino", "actions", "changes", "inos")
 
-    def __init__(self, kind, name, ino, src=None, replaced=None):
-        self.kind = kind          # create link replace rename unlink
-        self.name = name
-        self.ino = ino
-        self.src = src            # rename: the old name
-        self.replaced = replaced  # inode the name held before, if any
+    def __init__(self, dino, actions, changes):
+        self.dino = dino            # the directory (posix); None: journal
+        self.actions = actions      # [(dino, name, entry or None, before)]
+        self.changes = changes      # [Change]: what it is called
+        self.inos = {e for a in actions for e in (a[2], a[3])
+                     if _is_file(e)}
 
-    def apply(self, dirmap, images):
-        if self.kind == "unlink":
-            if dirmap.get(self.name) == self.ino:
-                del dirmap[self.name]
-            return
-        if self.kind == "rename" and dirmap.get(self.src) == self.ino:
-            del dirmap[self.src]
-        dirmap[self.name] = self.ino
+    def apply(self, dirs, images):
+        """Lay the change over DIRS (dino -> listing; the listings it
+        touches are the caller's copies). A name is removed only where it
+        still holds what the change removed: its creation may not have
+        persisted."""
+        for dino, name, entry, before in self.actions:
+            d = dirs.get(dino)
+            if d is None:
+                d = dirs[dino] = {}
+            if entry is None:
+                if d.get(name) == before:
+                    del d[name]
+            else:
+                d[name] = entry
 
-    def change(self, names):
-        return Change(self.kind, self.name, self.src or "")
+    def describe(self, names):
+        return self.changes
 
 
 class _SizeOp:
     """ext4: a size change through the journal (truncate, fallocate)."""
 
     __slots__ = ("ino", "size")
+    dino = None
 
     def __init__(self, ino, size):
         self.ino = ino
         self.size = size
 
-    def apply(self, dirmap, images):
+    def apply(self, dirs, images):
         img = images[self.ino]
         images[self.ino] = (img[:self.size] if len(img) >= self.size
                             else img + bytes(self.size - len(img)))
 
-    def change(self, names):
-        return Change("truncate", names(self.ino), str(self.size))
+    def describe(self, names):
+        return [Change("truncate", names(self.ino), str(self.size))]
 
 
 class _Flush:
     """ext4 auto_da_alloc: the file's data forced out at this point."""
 
     __slots__ = ("ino", "content", "why")
+    dino = None
 
     def __init__(self, ino, content, why):
         self.ino = ino
         self.content = content
         self.why = why            # "rename" or "close"
 
-    def apply(self, dirmap, images):
+    def apply(self, dirs, images):
         images[self.ino] = self.content
 
-    def change(self, names):
-        return Change("flush", names(self.ino), self.why)
+    def describe(self, names):
+        return [Change("flush", names(self.ino), self.why)]
 
 
-def _dir_ops(old, new):
-    """The changes that turn directory OLD into NEW, renames paired."""
-    gone = {n: i for n, i in old.items() if new.get(n) != i}
-    added = sorted((n, i) for n, i in new.items() if old.get(n) != i)
-    sources = {}
-    for n, i in sorted(gone.items()):
-        sources.setdefault(i, []).append(n)
-    old_inodes = set(old.values())
-    ops = []
-    for n, i in added:
-        if sources.get(i):
-            src = sources[i].pop(0)
-            del gone[src]
-            ops.append(_DirOp("rename", n, i, src, old.get(n)))
-        elif n in old:
-            ops.append(_DirOp("replace", n, i, None, old[n]))
-        else:
-            ops.append(_DirOp("link" if i in old_inodes else "create", n, i))
-    for n, i in sorted(gone.items()):
-        if n not in new:
-            ops.append(_DirOp("unlink", n, i))
-    return ops
+def _kind_of(entry, linked):
+    """What adding ENTRY is called; LINKED: a file that has another name."""
+    if not _is_file(entry):
+        return {"d": "mkdir", "l": "symlink"}[entry[0]]
+    return "link" if linked else "create"
+
+
+def _name_changes(changed, path_before, path_after, named):
+    """The actions and the words of one record's changes to names.
+
+    CHANGED: {dino: (old listing, new listing)}; PATH_BEFORE/AFTER(dino,
+    name): the path of a name before and after the record; NAMED(entry):
+    whether a file already had a name before the record. Returns {dino:
+    ([action], [Change])}. An entry that left one name and took another
+    in the same record was renamed (paired within its directory first);
+    between two directories each half is told in its own."""
+    gone, came = {}, {}
+    for dino, (old, new) in changed.items():
+        for n, e in old.items():
+            if new.get(n) != e:
+                gone.setdefault(e, []).append((dino, n))
+        for n, e in new.items():
+            if old.get(n) != e:
+                came.setdefault(e, []).append((dino, n))
+    out = {dino: ([], []) for dino in changed}
+    for dino, (old, new) in changed.items():
+        acts = out[dino][0]
+        for n in sorted(set(old) | set(new)):
+            if old.get(n) != new.get(n):
+                acts.append((dino, n, new.get(n), old.get(n)))
+    moved_from = {}         # (dino, name) it came to -> (dino, name) it left
+    for e, dests in came.items():
+        srcs = gone.get(e, [])
+        for dest in sorted(dests, key=str):
+            same = [s for s in srcs if s[0] == dest[0]]
+            pick = same[0] if same else srcs[0] if srcs else None
+            if pick is not None:
+                srcs.remove(pick)
+                moved_from[dest] = pick
+    moved_to = {v: k for k, v in moved_from.items()}
+    for dino, (old, new) in sorted(changed.items(), key=lambda kv: str(kv[0])):
+        words = out[dino][1]
+        for n in sorted(new):
+            e = new[n]
+            if old.get(n) == e:
+                continue
+            here = path_after(dino, n)
+            src = moved_from.get((dino, n))
+            if src is not None:
+                kind = "rename" if src[0] == dino else "move-in"
+                words.append(Change(kind, here, path_before(*src)))
+            elif n in old:
+                words.append(Change("replace", here))
+            else:
+                words.append(Change(_kind_of(e, _is_file(e) and named(e)),
+                                    here))
+        for n in sorted(old):
+            if n in new:
+                continue
+            e = old[n]
+            here = path_before(dino, n)
+            dest = moved_to.get((dino, n))
+            if dest is not None:
+                if dest[0] != dino:
+                    words.append(Change("move-out", here,
+                                        path_after(*dest)))
+                continue        # a rename within the directory: told once
+            words.append(Change("unlink" if _is_file(e) or e[0] == "l"
+                                else "rmdir", here))
+    return out
 
 
 # ---------------------------------------------------------------- replay
@@ -818,28 +975,100 @@ def _plain_args(rec):
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
 
+def _inside(path, watch):
+    path, watch = os.path.normpath(path), os.path.normpath(watch)
+    return path == watch or path.startswith(watch.rstrip("/") + "/")
+
+
 class _World:
-    """Visible and durable state of WATCH, advanced one record at a time."""
+    """Visible and durable state of the tree under WATCH, advanced one
+    record at a time."""
 
     def __init__(self, model, blobs, init):
         self.ext4 = model == "ext4-ordered"
         self.blobs = blobs
         self.watch = init.get("watch")
         self.inodes = {}
-        self.names = {}         # inode -> last name it was seen under
-        self.ops = []           # posix: dir changes; ext4: the journal
+        self.names = {}         # inode -> last path it was seen under
+        self.ops = []           # posix: name changes; ext4: the journal
         self.gen = 0            # bumped on every change; equal = same states
+        # files the program has written or created so far: one that
+        # first shows up otherwise (moved in from outside the tree) was
+        # there before the run, and is durable as it stands
+        self.touched = set()
+        # unseen(): changes no intercepted call accounts for, else None
+        self.audit = None
+        self.stdio_inos = set()     # used through stdio: libc writes it
+        self.mapped_inos = set()    # mapped MAP_SHARED: stores write it
+        self._rec_target = None     # the file the call being replayed names
         seq = init["seq"]
         snap = init["snap"]
         files = self._files(snap, seq, ranges=False)
-        self.vis_dir = self._dir(snap, seq) if "dir" in snap else {}
+        self.root, self.vis = self._listings(snap, seq, init=True)
+        self.legacy = self.root == LEGACY_ROOT
         for ino, data in files.items():
             self.inodes[ino] = _Inode(ino, data, born=False)
-        for name, ino in sorted(self.vis_dir.items()):
+        for path, ino in self.tree(self.vis)[0].items():
             if ino not in self.inodes:
                 self.inodes[ino] = _Inode(ino, b"", born=False)
-            self.names.setdefault(ino, name)
-        self.dur_dir = dict(self.vis_dir)   # the harness synced the setup
+            self.names.setdefault(ino, path)
+        # the harness synced the setup
+        self.dur = {d: dict(listing) for d, listing in self.vis.items()}
+        self._dur_files = None      # file inodes with a durable name
+
+    # -- the tree
+
+    def tree(self, dirs):
+        """({path: file inode}, [directory path], {path: link}) of the
+        tree DIRS (dino -> listing) holds from the root; a directory
+        reached twice (only a damaged trace does that) is walked once."""
+        files, subdirs, links = {}, [], {}
+        todo = [("", self.root)]
+        seen = {self.root}
+        while todo:
+            base, dino = todo.pop()
+            for name, e in sorted((dirs.get(dino) or {}).items()):
+                path = base + name
+                if _is_file(e):
+                    files[path] = e
+                elif e[0] == "d":
+                    subdirs.append(path)
+                    if e[1] not in seen and len(seen) < 1 << 20:
+                        seen.add(e[1])
+                        todo.append((path + "/", e[1]))
+                else:
+                    links[path] = e[1]
+        return dict(sorted(files.items())), sorted(subdirs), links
+
+    def dir_paths(self, dirs):
+        """dino -> path of each directory DIRS reaches ("" = WATCH)."""
+        out = {self.root: ""}
+        todo = [self.root]
+        while todo:
+            dino = todo.pop()
+            for name, e in (dirs.get(dino) or {}).items():
+                if not _is_file(e) and e[0] == "d" and e[1] not in out:
+                    out[e[1]] = out[dino] + name + "/"
+                    todo.append(e[1])
+        return out
+
+    def lookup(self, dirs, path):
+        """The entry PATH names in DIRS, or None."""
+        dino, e = self.root, None
+        for part in path.split("/"):
+            if dino is None:
+                return None
+            e = (dirs.get(dino) or {}).get(part)
+            if e is None:
+                return None
+            dino = e[1] if not _is_file(e) and e[0] == "d" else None
+        return e
+
+    def durably_named(self, ino):
+        if self._dur_files is None:
+            self._dur_files = {e for listing in self.dur.values()
+                               for e in listing.values() if _is_file(e)}
+        return ino in self._dur_files
 
     # -- snapshots
 
@@ -906,18 +1135,63 @@ class _World:
         return b"".join((base[:off], data, tail,
                          bytes(size - off - length - len(tail))))
 
-    def _dir(self, snap, seq):
-        d = snap["dir"]
+    def _entry(self, value, seq, where):
+        if isinstance(value, dict) and len(value) == 1:
+            (kind, v), = value.items()
+            if kind == "d":
+                return ("d", _ino(v, seq, where))
+            if kind == "l" and isinstance(v, str) and "\0" not in v \
+                    and _encodable(v):
+                return ("l", v)
+            raise ExplorerError(f"trace record seq={seq}: {where}: bad "
+                                f"entry {value!r}")
+        return _ino(value, seq, where)
+
+    def _listing(self, d, seq, where):
         if not isinstance(d, dict):
-            raise ExplorerError(f"trace record seq={seq}: snap.dir is not an "
+            raise ExplorerError(f"trace record seq={seq}: {where} is not an "
                                 f"object")
         for n in d:
             # each name becomes a file of a laid-out crash state
             if not isinstance(n, str) or not n or "/" in n or "\0" in n \
                     or n in (".", "..") or not _encodable(n):
-                raise ExplorerError(f"trace record seq={seq}: snap.dir: bad "
+                raise ExplorerError(f"trace record seq={seq}: {where}: bad "
                                     f"file name {n!r}")
-        return {n: _ino(i, seq, f"snap.dir.{n}") for n, i in d.items()}
+        return {n: self._entry(v, seq, f"{where}.{n}") for n, v in d.items()}
+
+    def _listings(self, snap, seq, init=False):
+        """(root, {dino: listing}) of a snapshot: "dirs" (keyed by the
+        directories' inodes, "root" naming WATCH's in the init record), or
+        "dir", WATCH's regular files alone (the format before trees)."""
+        if "dirs" in snap:
+            if "dir" in snap:
+                raise ExplorerError(f"trace record seq={seq}: snap has both "
+                                    f"dir and dirs")
+            dirs = snap["dirs"]
+            if not isinstance(dirs, dict):
+                raise ExplorerError(f"trace record seq={seq}: snap.dirs is "
+                                    f"not an object")
+            out = {_ino(k, seq, "snap.dirs"): self._listing(
+                v, seq, f"snap.dirs.{k}") for k, v in dirs.items()}
+            if init:
+                root = _ino(snap.get("root"), seq, "snap.root")
+                out.setdefault(root, {})
+                return root, out
+            if self.legacy:
+                raise ExplorerError(f"trace record seq={seq}: snap.dirs in a "
+                                    f"trace whose init record has snap.dir")
+            return self.root, out
+        if "dir" not in snap:
+            return (LEGACY_ROOT, {LEGACY_ROOT: {}}) if init else (None, {})
+        if not init and not self.legacy:
+            raise ExplorerError(f"trace record seq={seq}: snap.dir in a "
+                                f"trace whose init record has snap.dirs")
+        listing = self._listing(snap["dir"], seq, "snap.dir")
+        for n, e in listing.items():
+            if not _is_file(e):
+                raise ExplorerError(f"trace record seq={seq}: snap.dir.{n}: "
+                                    f"bad inode number {e!r}")
+        return LEGACY_ROOT, {LEGACY_ROOT: listing}
 
     def _node(self, ino):
         node = self.inodes.get(ino)
@@ -934,8 +1208,11 @@ class _World:
         node.rev += 1
         self.gen += 1
         if len(data) < len(old):
-            if ino in self.dur_dir.values():
+            if self.durably_named(ino):
                 node.truncated = True
+            if len(data) < len(node.dimg) and (node.cut is None
+                                               or len(data) < node.cut):
+                node.cut = len(data)
             if self.ext4:
                 self.ops.append(_SizeOp(ino, len(data)))
                 if not data:
@@ -948,6 +1225,14 @@ class _World:
                     or data[b * BLOCK:(b + 1) * BLOCK] != then:
                 del node.lost[b]
 
+    def _moved_in(self, rec):
+        """Whether REC moved something into the tree from outside it (a
+        rename or link whose source lies outside WATCH)."""
+        if rec.get("call") not in MOVE_CALLS or not self.watch:
+            return False
+        src = rec.get("path")
+        return isinstance(src, str) and not _inside(src, self.watch)
+
     def snapshot(self, rec, size_call=False):
         snap = rec.get("snap")
         if snap is None:
@@ -956,42 +1241,228 @@ class _World:
         if not isinstance(snap, dict):
             raise ExplorerError(f"trace record seq={seq}: snap is not an "
                                 f"object")
-        for ino, data in self._files(snap, seq).items():
+        _, listings = self._listings(snap, seq)
+        files = self._files(snap, seq)
+        # a file first seen here, moved in from outside, that the program
+        # never wrote: it was there before the run (crash-model.md: "Where
+        # a run starts"), durable as it stands
+        outside = self._moved_in(rec)
+        for ino, data in files.items():
+            if ino not in self.inodes and outside and ino not in self.touched:
+                self.inodes[ino] = _Inode(ino, data, born=False)
+                self.gen += 1
+                continue
+            if self.audit is not None and ino in self.inodes \
+                    and data != self.inodes[ino].vis \
+                    and not self._accounts_data(rec, ino):
+                self._unseen(self.name_of(ino), "content", rec)
             self._set_visible(ino, data, size_call)
-        if "dir" not in snap:
+        if listings:
+            self._names(rec, listings, outside)
+
+    def _names(self, rec, listings, outside):
+        changed = {}
+        for dino, new in listings.items():
+            old = self.vis.get(dino)
+            if old is None:
+                old = {}
+                # a directory new to the trace: made by the program, its
+                # entries durable only once it is synced; moved in from
+                # outside, there before the run
+                self.dur[dino] = dict(new) if outside else {}
+            if old != new:
+                changed[dino] = (old, new)
+        if not changed:
             return
-        new = self._dir(snap, seq)
-        for op in _dir_ops(self.vis_dir, new):
-            if self.ext4 and op.replaced is not None and op.kind in (
-                    "rename", "replace"):
-                vis, _ = self._node(op.ino).pending()
-                self.ops.append(_Flush(op.ino, vis, "rename"))
-            self.ops.append(op)
-            self.gen += 1
-        for name, ino in sorted(new.items()):
-            self._node(ino)
-            self.names[ino] = name
-        self.vis_dir = new
+        before = self.dir_paths(self.vis)
+        vis = dict(self.vis)
+        vis.update(listings)
+        after = self.dir_paths(vis)
+
+        def path_before(dino, name):
+            return before.get(dino, after.get(dino, "?/")) + name
+
+        def path_after(dino, name):
+            return after.get(dino, before.get(dino, "?/")) + name
+
+        if self.audit is not None and not outside:
+            acc = self._accounts_names(rec)
+            for dino, (old, new) in changed.items():
+                for n in sorted(set(old) | set(new)):
+                    if old.get(n) != new.get(n) and (dino, n) not in acc:
+                        self._unseen(path_after(dino, n) if n in new
+                                     else path_before(dino, n), "name", rec)
+        named = {e for listing in self.vis.values() for e in listing.values()
+                 if _is_file(e)}
+        parts = _name_changes(changed, path_before, path_after,
+                              named.__contains__)
+        if self.ext4:
+            actions = [a for dino in changed for a in parts[dino][0]]
+            for _, _, e, old in actions:
+                # renaming a file over another forces its data out first
+                if _is_file(e) and _is_file(old) and e != old:
+                    vis_e, _ = self._node(e).pending()
+                    self.ops.append(_Flush(e, vis_e, "rename"))
+            self.ops.append(_DirOp(None, actions,
+                                   [c for dino in changed
+                                    for c in parts[dino][1]]))
+        else:
+            for dino in changed:
+                self.ops.append(_DirOp(dino, *parts[dino]))
+        self.gen += 1
+        self.vis = vis
+        for dino in changed:
+            for e in listings[dino].values():
+                if _is_file(e) and e not in self.inodes:
+                    durable = outside and e not in self.touched
+                    self.inodes[e] = _Inode(e, b"", born=not durable)
+        for path, e in self.tree(vis)[0].items():
+            self.names[e] = path
+
+    # -- what no call accounts for (unseen())
+
+    def _unseen(self, path, what, rec):
+        if any(u["path"] == path and u["what"] == what for u in self.audit):
+            return
+        n = rec.get("n")
+        self.audit.append({"path": path, "what": what, "seq": rec["seq"],
+                           "at": f"{rec['call']}#{n}" if "call" in rec
+                           else "start"})
+
+    def _accounts_data(self, rec, ino):
+        """Whether REC's call may have changed the content of file INO:
+        a call on it that changes data (a write, a copy into it, a
+        truncating open), a file written through stdio (libc writes its
+        buffer out when it likes) or through a shared mapping."""
+        if ino in self.stdio_inos or ino in self.mapped_inos:
+            return True
+        name = rec.get("call")
+        return self._rec_target == ino and (name in DATA_CALLS
+                                            or name in OPEN_CALLS)
+
+    def _accounts_names(self, rec):
+        """{(dino, name)}: the names REC's call may have changed."""
+        name, flags = rec.get("call"), rec.get("flags") or ()
+        if name in OPEN_CALLS:
+            paths = [rec.get("path")] if {"O_CREAT", "O_TRUNC"} & set(
+                flags) else []
+        elif name in ("rename", "renameat", "renameat2"):
+            paths = [rec.get("path"), rec.get("path2")]
+        elif name in ("link", "linkat"):
+            paths = [rec.get("path2")]
+        elif name in NAME_CALLS:
+            paths = [rec.get("path")]
+        else:
+            paths = []
+        out = set()
+        for p in paths:
+            rel = self._rel(p)
+            if not rel:
+                continue
+            parent, base = os.path.split(rel)
+            if not parent:
+                out.add((self.root, base))
+                continue
+            e = self.lookup(self.vis, parent)
+            if e is not None and not _is_file(e) and e[0] == "d":
+                out.add((e[1], base))
+        return out
+
+    def on_disk(self, workdir, seq):
+        """What the tree under WORKDIR holds that the replay's last view
+        of it does not (or the other way round): the changes made after
+        the last snapshot that showed them by calls no one saw."""
+        out = []
+        end = {"call": "exit", "seq": seq}
+        files, dirs, links = self.tree(self.vis)
+        seen_files, seen_dirs, seen_links = {}, set(), {}
+        root = os.fspath(workdir)
+        for base, subdirs, names in os.walk(root):
+            rel = os.path.relpath(base, root)
+            rel = "" if rel == "." else rel + "/"
+            for d in list(subdirs):
+                path = os.path.join(base, d)
+                if os.path.islink(path):
+                    subdirs.remove(d)
+                    seen_links[rel + d] = os.readlink(path)
+                else:
+                    seen_dirs.add(rel + d)
+            for n in names:
+                path = os.path.join(base, n)
+                if os.path.islink(path):
+                    seen_links[rel + n] = os.readlink(path)
+                elif os.path.isfile(path):
+                    seen_files[rel + n] = path
+        for p in sorted(set(files) ^ set(seen_files)) + sorted(
+                set(dirs) ^ seen_dirs) + sorted(
+                k for k in set(links) | set(seen_links)
+                if links.get(k) != seen_links.get(k)):
+            self._unseen_at_exit(out, p, "name", end)
+        for p in sorted(set(files) & set(seen_files)):
+            ino = files[p]
+            if ino in self.stdio_inos or ino in self.mapped_inos:
+                continue        # libc's flush at exit, stores to a map
+            try:
+                st = os.stat(seen_files[p])
+                if st.st_ino != ino:
+                    self._unseen_at_exit(out, p, "name", end)
+                    continue
+                with open(seen_files[p], "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            if data != self.inodes[ino].vis:
+                self._unseen_at_exit(out, p, "content", end)
+        return out
+
+    def _unseen_at_exit(self, out, path, what, rec):
+        if not any(u["path"] == path and u["what"] == what
+                   for u in (self.audit or []) + out):
+            out.append({"path": path, "what": what, "seq": rec["seq"],
+                        "at": "exit"})
 
     # -- calls
+
+    def _rel(self, path):
+        """PATH relative to WATCH ("" for WATCH), or None outside it."""
+        if not isinstance(path, str) or not self.watch:
+            return None
+        path, watch = os.path.normpath(path), os.path.normpath(self.watch)
+        if path == watch:
+            return ""
+        if path.startswith(watch.rstrip("/") + "/"):
+            return path[len(watch.rstrip("/")) + 1:]
+        return None
 
     def _target_ino(self, rec):
         ino = rec.get("ino")
         if isinstance(ino, int) and not isinstance(ino, bool):
             return ino
-        path = rec.get("path")
-        if isinstance(path, str) and self.watch:
-            d, base = os.path.split(path)
-            if os.path.normpath(d) == os.path.normpath(self.watch):
-                return self.vis_dir.get(base)
+        rel = self._rel(rec.get("path"))
+        if rel:
+            e = self.lookup(self.vis, rel)
+            return e if _is_file(e) else None
         return None
 
-    def _is_dir(self, rec):
-        if rec.get("dir") is True:
-            return True
-        path = rec.get("path")
-        return (isinstance(path, str) and bool(self.watch)
-                and os.path.normpath(path) == os.path.normpath(self.watch))
+    def _synced_dir(self, rec):
+        """The directory (dino) an fsync of a directory synced, None when
+        the call synced no directory of the tree, False when it was no
+        directory at all."""
+        rel = self._rel(rec.get("path"))
+        if rec.get("dir") is not True and rel != "":
+            return False
+        if self.legacy:
+            return self.root if rel is not None or rec.get("dir") else None
+        ino = rec.get("ino")
+        if type(ino) is int and (ino in self.vis or ino in self.dur):
+            return ino
+        if rel == "":
+            return self.root
+        if rel:
+            e = self.lookup(self.vis, rel)
+            if e is not None and not _is_file(e) and e[0] == "d":
+                return e[1]
+        return None
 
     def knows_clean(self, ino):
         """Whether the file INO is known and none of its blocks is lost:
@@ -1040,6 +1511,15 @@ class _World:
         label = f"{name}#{rec['n']}" if isinstance(rec.get("n"), int) else name
         ino = self._target_ino(rec)
         before = self.inodes[ino].vis if ino in self.inodes else None
+        if ino is not None and (name in DATA_CALLS or (
+                name in OPEN_CALLS and flags & {"O_CREAT", "O_TRUNC"})):
+            self.touched.add(ino)
+        if ino is not None:
+            if name in STDIO_CALLS or name in ("fopen", "fopen64"):
+                self.stdio_inos.add(ino)
+            elif name in MMAP_CALLS and "MAP_SHARED" in flags:
+                self.mapped_inos.add(ino)
+        self._rec_target = ino
 
         if name in OPEN_CALLS and ok and "O_TRUNC" in flags:
             self.snapshot(rec, size_call=True)
@@ -1055,9 +1535,10 @@ class _World:
         node = self.inodes.get(ino) if ino is not None else None
 
         if name in FSYNC_CALLS:
-            if self._is_dir(rec):
-                if ok:
-                    self._sync_dir()
+            dino = self._synced_dir(rec)
+            if dino is not False:
+                if ok and dino is not None:
+                    self._sync_dir(dino)
             elif ok:
                 self._sync_file(node)
             elif node is not None and self._hard(rec):
@@ -1075,7 +1556,7 @@ class _World:
         elif name in SYNC_ALL_CALLS:
             if ok:
                 self._sync_all()
-        elif name in WRITE_CALLS or name in STDIO_CALLS:
+        elif name in WRITE_CALLS or name in STDIO_CALLS or name in COPY_CALLS:
             self._wrote(rec, node, before, ok, flags)
         elif name in MMAP_CALLS:
             if ok and node is not None and "MAP_SHARED" in flags:
@@ -1105,7 +1586,7 @@ class _World:
             start, end = self._changed(before, node.vis)
         if rec["call"] in STDIO_CALLS and start is not None and node.fsynced:
             node.stdio_late = True
-        if flags & {"O_SYNC", "O_DSYNC"}:
+        if flags & SYNC_FLAGS:
             if start is not None:
                 self._sync_range(node, start, end, grow=True)
         elif "O_DIRECT" in flags and rec["call"] in WRITE_CALLS:
@@ -1124,9 +1605,10 @@ class _World:
 
     # -- durability events
 
-    def _commit(self):
-        """ext4: the journal commits; posix: the directory is synced."""
-        if self.ext4:
+    def _commit(self, dino=None):
+        """ext4: the journal commits; posix: directory DINO is synced
+        (None: every directory)."""
+        if self.ext4 or dino is None:
             images = {}
             for e in self.ops:
                 if not isinstance(e, _DirOp):
@@ -1137,17 +1619,26 @@ class _World:
                 if img != node.dimg:
                     node.dimg = img
                     node.rev += 1
-        if self.ops or self.dur_dir != self.vis_dir:
-            self.gen += 1
-        self.ops = []
-        self.dur_dir = dict(self.vis_dir)
+            if self.ops or self.dur != self.vis:
+                self.gen += 1
+            self.ops = []
+            self.dur = {d: dict(listing) for d, listing in self.vis.items()}
+        else:
+            ops = [e for e in self.ops if e.dino != dino]
+            listing = self.vis.get(dino, {})
+            if len(ops) != len(self.ops) or self.dur.get(dino) != listing:
+                self.gen += 1
+            self.ops = ops
+            self.dur[dino] = dict(listing)
+        self._dur_files = None
 
-    def _sync_dir(self):
-        self._commit()
+    def _sync_dir(self, dino):
+        self._commit(dino)
 
     def _durable(self, node, data):
         node.dimg = data
         node.synced = True
+        node.cut = None
         node.odirect = node.mapped = node.truncated = node.da_close = False
         node.stdio_late = False
         node.rev += 1
@@ -1183,7 +1674,7 @@ class _World:
             self._durable(node, vis)
 
     def _sync_all(self):
-        self._commit()
+        self._commit(None)
         for node in self.inodes.values():
             vis, dirty = node.pending()
             if dirty or vis != node.dimg:
@@ -1219,14 +1710,17 @@ class _World:
 class _Space:
     """The crash states possible at one crash point (both models)."""
 
-    def __init__(self, world, digests):
+    def __init__(self, world, digests, sector=BLOCK):
         self.w = world
         self.dg = digests
+        self.sector = sector
         self.ops = list(world.ops)
         self.m = len(self.ops)
         self.ext4 = world.ext4
-        reach = set(world.dur_dir.values()) | set(world.vis_dir.values())
-        reach |= {e.ino for e in self.ops}
+        reach = set(world.tree(world.dur)[0].values())
+        reach |= set(world.tree(world.vis)[0].values())
+        for e in self.ops:
+            reach |= e.inos if isinstance(e, _DirOp) else {e.ino}
         self.reach = sorted(reach)
         self.dirmaps = {}
         self.contents = {}
@@ -1248,9 +1742,11 @@ class _Space:
                     self.trunc_last[e.ino] = idx
                     minsize[e.ino] = min(minsize.get(e.ino, len(node.dimg)),
                                          e.size)
-        # pending data: posix (ino, dirty, size_changed);
+        # pending data: posix (ino, dirty, size_changed, cut: the size a
+        # pending truncation leaves, or None);
         # ext4 (ino, overwrites, first appended block, appended blocks)
         self.files = []
+        self.cut = {}           # posix: ino -> its durable bytes, truncated
         self.first = {}
         self.vis = {}           # ino -> visible bytes minus lost blocks
         self.dimg = {}          # ino -> durable bytes
@@ -1262,8 +1758,19 @@ class _Space:
             self.dimg[ino] = node.dimg
             if not self.ext4:
                 sc = len(vis) != len(node.dimg)
-                if dirty or sc:
-                    self.files.append((ino, dirty, sc))
+                cut = node.cut if node.cut is not None \
+                    and node.cut < len(node.dimg) else None
+                if cut is not None:
+                    # once the truncation persists, what it freed reads as
+                    # zeros: a block written again after it is pending even
+                    # where it holds what it held before (dd over a file
+                    # with the same bytes)
+                    dirty = tuple(sorted(set(dirty) | set(
+                        range(cut // BLOCK, _nblocks(len(vis))))))
+                if cut is not None:
+                    self.cut[ino] = node.dimg[:cut]
+                if dirty or sc or cut is not None:
+                    self.files.append((ino, dirty, sc, cut))
                 continue
             alloc = min(len(node.dimg), minsize.get(ino, len(node.dimg)))
             if len(vis) > alloc:
@@ -1284,8 +1791,8 @@ class _Space:
 
     def _full(self, f):
         if self.ext4:
-            return (f[0], f[1], f[3])
-        return (f[0], f[1], f[2])
+            return (f[0], f[1], f[3], None)
+        return (f[0], f[1], f[2], f[3] is not None, None)
 
     def _none_dir(self):
         return 0 if self.ext4 else ()
@@ -1309,19 +1816,52 @@ class _Space:
                 ino, ow, _, n_ext = f
                 for k in range(1, len(ow) + n_ext):
                     if k <= len(ow):
-                        out.append((every, ((ino, ow[:k], 0),)))
+                        out.append((every, ((ino, ow[:k], 0, None),)))
                     else:
-                        out.append((every, ((ino, ow, k - len(ow)),)))
+                        out.append((every, ((ino, ow, k - len(ow), None),)))
                 continue
-            ino, dirty, sc = f
-            if sc:
-                out.append((every, ((ino, (), True),)))
-            for k in range(1, len(dirty)):
+            ino, dirty, sc, cut = f
+            t = cut is not None
+            if t:
+                # the truncation alone, and with the new size alone
+                out.append((every, ((ino, (), False, True, None),)))
                 if sc:
-                    out.append((every, ((ino, dirty[:k], True),)))
-                out.append((every, ((ino, dirty[:k], False),)))
-            if sc and dirty:
-                out.append((every, ((ino, dirty, False),)))
+                    out.append((every, ((ino, (), True, True, None),)))
+            if sc:
+                out.append((every, ((ino, (), True, False, None),)))
+            for k in range(1, len(dirty)):
+                if sc or t:
+                    out.append((every, ((ino, dirty[:k], True, t, None),)))
+                out.append((every, ((ino, dirty[:k], False, t, None),)))
+            if (sc or t) and dirty:
+                out.append((every, ((ino, dirty, False, t, None),)))
+        out += self._tears(every)
+        return out
+
+    def _tears(self, every):
+        """With sectors smaller than a block: each pending file written in
+        order and torn inside a block, its first k blocks new and block
+        k+1 new for only its first j sectors (j < sectors per block)."""
+        per = BLOCK // self.sector
+        if per < 2:
+            return []
+        out = []
+        for f in self.files:
+            if self.ext4:
+                ino, ow, first, n_ext = f
+                order = list(ow) + list(range(first, first + n_ext))
+                for i, b in enumerate(order):
+                    k = max(0, i + 1 - len(ow))
+                    for j in range(1, per):
+                        out.append((every, ((ino, tuple(order[:i + 1])[:len(ow)],
+                                             k, (b, j * self.sector)),)))
+                continue
+            ino, dirty, sc, cut = f
+            for i, b in enumerate(dirty):
+                for j in range(1, per):
+                    out.append((every, ((ino, dirty[:i + 1], True,
+                                         cut is not None,
+                                         (b, j * self.sector)),)))
         return out
 
     def size(self):
@@ -1333,7 +1873,8 @@ class _Space:
                 if n > 2 ** 40:
                     return 2 ** 40
             return n
-        bits = self.m + sum(len(d) + sc for _, d, sc in self.files)
+        bits = self.m + sum(len(d) + sc + (cut is not None)
+                            for _, d, sc, cut in self.files)
         return 2 ** min(bits, 40)
 
     def every(self):
@@ -1342,7 +1883,7 @@ class _Space:
             per = []
             for ino, ow, _, n_ext in self.files:
                 per.append([(ino, tuple(b for j, b in enumerate(ow)
-                                        if mask >> j & 1), k)
+                                        if mask >> j & 1), k, None)
                             for mask in range(2 ** len(ow))
                             for k in range(n_ext + 1)])
             for p in range(self.m + 1):
@@ -1350,10 +1891,12 @@ class _Space:
                     yield (p, tuple(s for s in combo if s[1] or s[2]))
             return
         bits = [("op", i) for i in range(self.m)]
-        for ino, dirty, sc in self.files:
+        for ino, dirty, sc, cut in self.files:
             bits += [("blk", ino, b) for b in dirty]
             if sc:
                 bits.append(("size", ino))
+            if cut is not None:
+                bits.append(("cut", ino))
         for mask in range(2 ** len(bits)):
             on = [bits[j] for j in range(len(bits)) if mask >> j & 1]
             yield self._from_bits(on)
@@ -1361,11 +1904,12 @@ class _Space:
     def _from_bits(self, on):
         ops = tuple(b[1] for b in on if b[0] == "op")
         data = []
-        for ino, _, _ in self.files:
+        for ino, _, _, _ in self.files:
             blocks = tuple(b[2] for b in on if b[0] == "blk" and b[1] == ino)
             size = ("size", ino) in on
-            if blocks or size:
-                data.append((ino, blocks, size))
+            cut = ("cut", ino) in on
+            if blocks or size or cut:
+                data.append((ino, blocks, size, cut, None))
         return (ops, tuple(data))
 
     def random(self, rng):
@@ -1376,28 +1920,33 @@ class _Space:
                 sel = tuple(b for b in ow if rng.random() < 0.5)
                 k = rng.randint(0, n_ext)
                 if sel or k:
-                    data.append((ino, sel, k))
+                    data.append((ino, sel, k, None))
             return (p, tuple(data))
         ops = tuple(i for i in range(self.m) if rng.random() < 0.5)
         data = []
-        for ino, dirty, sc in self.files:
+        for ino, dirty, sc, cut in self.files:
             sel = tuple(b for b in dirty if rng.random() < 0.5)
             size = sc and rng.random() < 0.5
-            if sel or size:
-                data.append((ino, sel, size))
+            trunc = cut is not None and rng.random() < 0.5
+            if sel or size or trunc:
+                data.append((ino, sel, size, trunc, None))
         return (ops, tuple(data))
 
     # -- building a state
 
     def _dirmap(self, sel):
+        """The tree the name changes SEL leave: (listings, {path: file
+        inode}, [directory path], {path: link})."""
         d = self.dirmaps.get(sel)
         if d is None:
-            d = dict(self.w.dur_dir)
-            for i in (range(sel) if self.ext4 else sel):
-                e = self.ops[i]
-                if isinstance(e, _DirOp):
-                    e.apply(d, None)
-            self.dirmaps[sel] = d
+            chosen = [self.ops[i] for i in (range(sel) if self.ext4 else sel)
+                      if isinstance(self.ops[i], _DirOp)]
+            dirs = dict(self.w.dur)
+            for dino in {a[0] for e in chosen for a in e.actions}:
+                dirs[dino] = dict(dirs.get(dino) or {})
+            for e in chosen:
+                e.apply(dirs, None)
+            d = self.dirmaps[sel] = (dirs,) + self.w.tree(dirs)
         return d
 
     def _base(self, ino, p):
@@ -1416,7 +1965,7 @@ class _Space:
         commit (its blocks were allocated after it)."""
         if self.ext4 and sel is not None and sel[2] \
                 and dsel <= self.trunc_last.get(ino, -1):
-            return (sel[0], sel[1], 0) if sel[1] else None
+            return (sel[0], sel[1], 0, sel[3]) if sel[1] else None
         return sel
 
     def _content(self, ino, dsel, sel):
@@ -1441,37 +1990,42 @@ class _Space:
                 first = self.first[ino]
                 blocks.update(range(first, first + sel[2]))
                 size = max(size, min(len(vis), (first + sel[2]) * BLOCK))
-            recipe = _Recipe(base, vis, frozenset(blocks), size)
+            recipe = _Recipe(base, vis, frozenset(blocks), size, sel[3])
         else:
+            if sel[3]:
+                # the pending truncation persisted
+                base = self.cut[ino]
             recipe = _Recipe(base, vis, frozenset(sel[1]),
-                             len(vis) if sel[2] else len(base))
+                             len(vis) if sel[2] else len(base), sel[4])
         hit = self.contents[key] = (recipe, self.digest(recipe))
         return hit
 
     def digest(self, recipe):
-        key = (id(recipe.base), id(recipe.vis), recipe.blocks, recipe.size)
+        key = (id(recipe.base), id(recipe.vis), recipe.blocks, recipe.size,
+               recipe.tear)
         d = self.digs.get(key)
         if d is None:
             d = self.digs[key] = recipe.digest(self.dg)
         return d
 
     def build(self, choice):
-        """(dirmap, name -> (recipe, digest)) of a choice."""
+        """(tree, path -> (recipe, digest)) of a choice; tree as _dirmap
+        gives it."""
         dsel, data = choice
-        dirmap = self._dirmap(dsel)
+        tree = self._dirmap(dsel)
         sels = {s[0]: s for s in data}
-        files = {name: self._content(ino, dsel, sels.get(ino))
-                 for name, ino in sorted(dirmap.items())}
-        return dirmap, files
+        files = {path: self._content(ino, dsel, sels.get(ino))
+                 for path, ino in tree[1].items()}
+        return tree, files
 
     # -- explaining a state
 
-    def changes(self, choice, dirmap, files):
+    def changes(self, choice, tree, files):
         dsel, data = choice
         w = self.w
         here = {}
-        for name, ino in sorted(dirmap.items()):
-            here.setdefault(ino, name)
+        for path, ino in tree[1].items():
+            here.setdefault(ino, path)
 
         def name_of(ino):
             return here.get(ino) or w.name_of(ino)
@@ -1479,7 +2033,7 @@ class _Space:
         persisted, lost = [], []
         chosen = set(range(dsel)) if self.ext4 else set(dsel)
         for i, e in enumerate(self.ops):
-            (persisted if i in chosen else lost).append(e.change(name_of))
+            (persisted if i in chosen else lost).extend(e.describe(name_of))
         sels = {s[0]: s for s in data}
         for f in self.files:
             ino = f[0]
@@ -1500,18 +2054,26 @@ class _Space:
                     list(sel[1]) + list(range(first, first + sel[2])))
                 size_pending = size_done = False
             else:
-                _, dirty, sc = f
+                _, dirty, sc, cut = f
                 pending = list(dirty)
                 done = [] if sel is None else list(sel[1])
                 size_pending, size_done = sc, bool(sel and sel[2])
+                if cut is not None:
+                    (persisted if sel and sel[3] else lost).append(
+                        Change("truncate", name, str(cut)))
             sizes = f"{len(self.dimg[ino])} -> {len(self.vis[ino])}"
             if sel is None:
                 lost.append(Change("data", name, "" if node.synced
                                    else "never fsynced"))
                 continue
+            tear = sel[3] if self.ext4 else sel[4]
             done_set = set(done)
             rest = [b for b in pending if b not in done_set]
-            if not rest and size_done == size_pending:
+            if tear is not None and tear[0] in done_set:
+                done = [b for b in done if b != tear[0]]
+                persisted.append(Change("torn", name,
+                                        f"{tear[0]} {tear[1]}"))
+            elif not rest and size_done == size_pending:
                 persisted.append(Change("data", name))
                 continue
             if done:
@@ -1541,11 +2103,18 @@ _PERSISTED = {
     "replace": "the new entry '{n}' persisted",
     "rename": "the rename '{d}' -> '{n}' persisted",
     "unlink": "the unlink of '{n}' persisted",
+    "mkdir": "the creation of directory '{n}' persisted",
+    "rmdir": "the removal of directory '{n}' persisted",
+    "symlink": "the symbolic link '{n}' persisted",
+    "move-in": "'{d}' moved to '{n}': the new name persisted",
+    "move-out": "'{n}' moved to '{d}': the old name's removal persisted",
     "truncate": "the truncation of '{n}' to {d} bytes committed",
     "flush": "'{n}' data was forced out at the {d} (auto_da_alloc)",
     "data": "'{n}' data reached the disk",
     "blocks": "blocks {d} of '{n}' reached the disk",
     "size": "the size of '{n}' changed ({d} bytes)",
+    "torn": "block {b} of '{n}' reached the disk torn: its first {k} bytes "
+            "new, the rest not",
 }
 _LOST = {
     "create": "the creation of '{n}' did not persist",
@@ -1553,6 +2122,12 @@ _LOST = {
     "replace": "the new entry '{n}' did not persist",
     "rename": "the rename '{d}' -> '{n}' did not persist",
     "unlink": "the unlink of '{n}' did not persist",
+    "mkdir": "the creation of directory '{n}' did not persist",
+    "rmdir": "the removal of directory '{n}' did not persist",
+    "symlink": "the symbolic link '{n}' did not persist",
+    "move-in": "'{d}' moved to '{n}': the new name did not persist",
+    "move-out": "'{n}' moved to '{d}': the old name's removal did not "
+                "persist",
     "truncate": "the truncation of '{n}' to {d} bytes did not commit",
     "flush": "the forced write-out of '{n}' at the {d} did not happen",
     "blocks": "blocks {d} of '{n}' did not reach the disk",
@@ -1570,6 +2145,9 @@ def _phrase(c, persisted):
     text = (_PERSISTED if persisted else _LOST)[c.kind]
     if c.kind == "blocks" and c.detail.isdigit():
         text = text.replace("blocks", "block", 1)
+    if c.kind == "torn":
+        b, k = c.detail.split()
+        return text.format(n=c.name, b=b, k=k)
     return text.format(n=c.name, d=c.detail)
 
 
@@ -1585,15 +2163,16 @@ def _why(persisted, lost, limit=8):
     return "; ".join(parts)
 
 
-def _rule(w, space, dirmap, files, target):
+def _rule(w, space, tree, files, target):
     """The rule a state shows broken, from the history of its target."""
-    vino = w.vis_dir.get(target)
-    sino = dirmap.get(target)
+    vino = w.lookup(w.vis, target)
+    sino = tree[1].get(target)
     if sino is None:
-        if vino is None:
+        if vino is None or tree[3].get(target) is not None \
+                or target in tree[2]:
             return ""
         # the target's removal persisted without its replacement
-        if target in w.dur_dir:
+        if w.lookup(w.dur, target) is not None:
             return RULE_ONE_RENAME
         return RULE_FSYNC_DIR_CREATE
     node = w.inodes[sino]
@@ -1624,8 +2203,9 @@ def _rule(w, space, dirmap, files, target):
 class _Builder:
     """Crash states per crash point, reused while nothing changes."""
 
-    def __init__(self, world, target, cap, seed):
+    def __init__(self, world, target, cap, seed, sector=BLOCK):
         self.w = world
+        self.sector = sector
         self.dg = _Digests()
         self.target = target
         self.cap = cap
@@ -1651,7 +2231,7 @@ class _Builder:
             self.first = (self.w.gen, index)
 
     def _build(self, rng):
-        space = _Space(self.w, self.dg)
+        space = _Space(self.w, self.dg, self.sector)
         if space.trivial():
             return [self._state(space, (space._none_dir(), ()), 1, set())]
         cap = self.cap
@@ -1688,14 +2268,20 @@ class _Builder:
 
     def _state(self, space, choice, n, keys):
         """The state CHOICE gives, or None when KEYS already has it."""
-        dirmap, files = space.build(choice)
-        key = tuple((name, d) for name, (_, d) in files.items())
+        tree, files = space.build(choice)
+        _, _, dirs, links = tree
+        key = tuple((path, d) for path, (_, d) in files.items())
+        if dirs or links:
+            # a directory as its path with a slash, a link as what it holds
+            key += tuple((path + "/", b"") for path in dirs)
+            key += tuple((path, b"->" + os.fsencode(t))
+                         for path, t in sorted(links.items()))
         if key in keys:
             return None
         keys.add(key)
-        persisted, lost = space.changes(choice, dirmap, files)
+        persisted, lost = space.changes(choice, tree, files)
         return CrashState(f"state {n}",
-                          {name: r for name, (r, _) in files.items()},
+                          {path: r for path, (r, _) in files.items()},
                           self.target, _why(persisted, lost),
-                          _rule(self.w, space, dirmap, files, self.target),
-                          persisted, lost, key)
+                          _rule(self.w, space, tree, files, self.target),
+                          persisted, lost, key, dirs, links)
