@@ -77,6 +77,11 @@ def test_good_spec_loads(tmp_path):
     assert s.expect[1] == S.Expect(verdict="torn", call="rename#1")
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.name = "other"
+    assert s.sector == 4096
+
+
+def test_a_spec_may_name_its_sector(tmp_path):
+    assert S.load(write(tmp_path, changed(sector=512))).sector == 512
 
 
 def test_defaults_and_a_correct_workload(tmp_path):
@@ -134,6 +139,9 @@ def test_expect_applies():
 BAD = [
     # (id, spec or raw text, field, words of the problem)
     ("unknown-field", changed(contrat="atomic"), "contrat", "unknown field"),
+    ("sector-odd", changed(sector=100), "sector", "not one of 512"),
+    ("sector-bool", changed(sector=True), "sector", "not one of 512"),
+    ("sector-string", changed(sector="512"), "sector", "not one of 512"),
     ("name-missing", changed(name=DROP), "name", "missing"),
     ("name-upper", changed(name="Replace"), "name", "not a name"),
     ("name-dash-first", changed(name="-x"), "name", "not a name"),

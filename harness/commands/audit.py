@@ -250,6 +250,10 @@ def rerun_argv(args):
         argv += ["--seed", args.seed]
     if args.cap != "64":
         argv += ["--cap", args.cap]
+    if args.sector is not None:
+        argv += ["--sector", args.sector]
+    if args.strict:
+        argv.append("--strict")
     return argv
 
 

@@ -53,11 +53,19 @@ def add_sweep_options(p):
                    help="seed of the crash-state sample (default 0)")
     p.add_argument("--cap", metavar="N", default="64",
                    help="crash states judged per crash point (default 64)")
+    p.add_argument("--sector", metavar="BYTES",
+                   help="bytes the storage writes atomically: 512, 1024 or "
+                        "2048 also tear writes inside a 4096-byte block "
+                        "(default: the spec's, else 4096)")
     p.add_argument("--shard", metavar="K/N",
                    help="run only the K-th of N deterministic shards "
                         "(merge them with 'crashcheck merge')")
     p.add_argument("--keep", action="store_true",
                    help="keep every case's directory, not only findings'")
+    p.add_argument("--strict", action="store_true",
+                   help="fail when a file or name changed by a call "
+                        "crashcheck cannot see (a raw system call, "
+                        "io_uring): such a run is never a clean pass")
     p.add_argument("--exec-each", action="store_true",
                    help="exec the program for every case instead of forking "
                         "it from one exec per command line (slower; the "
@@ -99,6 +107,19 @@ def _faults(text):
     return ",".join(kinds)
 
 
+SECTORS = ("512", "1024", "2048", "4096")
+
+
+def _sector(text):
+    """--sector's pytest option, or none for the specs' own."""
+    if text is None:
+        return []
+    if text not in SECTORS:
+        raise UsageError(f"--sector: '{text}' is not one of "
+                         f"{', '.join(SECTORS)} bytes")
+    return ["--cc-sector", text]
+
+
 def _timeout(text):
     if text is None:
         return None
@@ -133,6 +154,7 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-faults", _faults(args.faults),
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),
+            *_sector(args.sector),
             "--cc-command", command,
             # Per-item work in the pytest process competes with the
             # cases for the cores: capture of sys.stdout only, not of the
@@ -156,6 +178,8 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-shard", shard]
     if args.keep:
         argv.append("--cc-keep")
+    if getattr(args, "strict", False):
+        argv.append("--cc-strict")
     if args.exec_each:
         argv.append("--cc-exec-each")
     if args.whole_traces:

@@ -54,12 +54,18 @@ def pytest_addoption(parser):
                 help="seed of the crash-state sample (default 0)")
     g.addoption("--cc-cap", type=int, default=64,
                 help="crash states per crash point (default 64)")
+    g.addoption("--cc-sector", type=int, default=None,
+                help="bytes written atomically, overriding the specs' "
+                     "(512, 1024, 2048, 4096)")
     g.addoption("--cc-timeout", type=float, default=None,
                 help="seconds per run, overriding the specs")
     g.addoption("--cc-keep", action="store_true",
                 help="keep every case's scratch directory")
     g.addoption("--cc-exec-each", action="store_true",
                 help="exec the program for every case, no fork server")
+    g.addoption("--cc-strict", action="store_true",
+                help="fail the run when a change was made by a call "
+                     "crashcheck cannot see")
     g.addoption("--cc-whole-traces", action="store_true",
                 help="record every call of every case in full (no lite "
                      "or thin runs)")
@@ -88,11 +94,31 @@ def settings_from(config):
         kinds=kinds,
         jobs=_jobs(config),
         cap=config.getoption("--cc-cap"),
+        sector=config.getoption("--cc-sector"),
         seed=config.getoption("--cc-seed"),
         keep=config.getoption("--cc-keep"),
         fork_server=not config.getoption("--cc-exec-each"),
         lite=not config.getoption("--cc-whole-traces"),
         timeout=config.getoption("--cc-timeout"))
+
+
+def _unseen(work):
+    """Every baseline's changes crashcheck could not see, by workload."""
+    out = []
+    if not Path(work).is_dir():
+        return out      # the run stopped before its baselines
+    for d in sorted(p for p in Path(work).iterdir() if p.is_dir()):
+        out += [dict(u, workload=d.name) for u in sweep.load_unseen(d)]
+    return out
+
+
+def _spec_sectors(specs):
+    """The sector the specs' power cuts tear at: one number when they
+    agree, else {spec name: sector}."""
+    got = {s.name: s.sector for s in specs}
+    if len(set(got.values())) <= 1:
+        return next(iter(got.values()), 4096)
+    return dict(sorted(got.items()))
 
 
 def _jobs(config):
@@ -447,6 +473,9 @@ def pytest_sessionfinish(session, exitstatus):
         _say_interrupted(config, state)
     if not_caught and session.exitstatus == 0:
         session.exitstatus = 1
+    if state.meta.get("unseen") and config.getoption("--cc-strict") \
+            and session.exitstatus == 0:
+        session.exitstatus = 1
 
 
 def _say_interrupted(config, state):
@@ -477,6 +506,8 @@ def write_reports(config, state, results, interrupted):
         "kinds": list(state.settings.kinds),
         "seed": state.settings.seed,
         "cap": state.settings.cap,
+        "sector": state.settings.sector or _spec_sectors(state.specs),
+        "unseen": _unseen(state.work),
         "timing": {"started": round(state.started, 3),
                    "duration": round(time.time() - state.started, 3)},
     }
@@ -571,6 +602,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.line(f"crashcheck: {len(state.results)} cases, {s.get('findings', 0)} "
             f"findings ({len(defects)} defect{'' if len(defects) == 1 else 's'}), "
             f"{len(failed)} failed, {len(state.not_caught)} variants not caught")
+    unseen = s.get("unseen") or []
+    if unseen:
+        strict = config.getoption("--cc-strict")
+        tw.line(f"crashcheck: not a clean pass: {len(unseen)} "
+                f"change{'s' if len(unseen) != 1 else ''} made by calls "
+                f"crashcheck cannot see (Coverage in the report)"
+                + ("; --strict fails the run" if strict else
+                   "; --strict would fail the run"))
     tw.line("crashcheck: reports: " + ", ".join(str(f) for f in files))
 
 

@@ -30,6 +30,10 @@ sizes        required. Non-empty list of distinct integers in 0..64 MiB: the
 old          "payload" (default): the target starts with an old payload;
              "absent": the target does not exist before the run.
 timeout      seconds per run, a number in (0, 600], default 10.
+sector       bytes the storage writes atomically, 512, 1024, 2048 or 4096
+             (default): below 4096 the power-loss cases also tear a write
+             inside a 4096-byte block, a prefix of its sectors new
+             (crash-model.md); `--sector` on the command line overrides it.
 disk         "normal" (default): runs use the scratch filesystem, with every
              disk error injected. "full": every run's work directory (the
              target and the program's temp files) is a real tmpfs with
@@ -86,7 +90,9 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
-          "sizes", "old", "timeout", "disk", "teaches", "fixed_by", "expect")
+          "sizes", "old", "timeout", "sector", "disk", "teaches", "fixed_by",
+          "expect")
+SECTORS = (512, 1024, 2048, 4096)
 EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call")
 
 
@@ -145,6 +151,7 @@ class Spec:
     timeout: float              # seconds per run
     expect: tuple = ()          # Expect entries; () for correct workloads
     disk: str = "normal"        # "normal" or "full" (a real full tmpfs)
+    sector: int = 4096          # bytes written atomically (power-loss tears)
     teaches: str | None = None
     fixed_by: str | None = None
 
@@ -304,6 +311,11 @@ def _parse(path, data):
 
     disk = c.choice("disk", data.get("disk", "normal"), DISKS)
 
+    sector = data.get("sector", 4096)
+    if isinstance(sector, bool) or sector not in SECTORS:
+        c.fail("sector", f"{sector!r} is not one of "
+                         f"{', '.join(map(str, SECTORS))} bytes")
+
     expect = []
     raw_expect = data.get("expect", [])
     if not isinstance(raw_expect, list) or not all(isinstance(e, dict) for e in raw_expect):
@@ -330,7 +342,7 @@ def _parse(path, data):
     return Spec(path=Path(path), name=name, description=description, command=command,
                 strategies=strategies, contract=contract, check=check, sizes=sizes,
                 old=old, timeout=float(timeout), disk=disk, expect=tuple(expect),
-                teaches=teaches, fixed_by=fixed_by)
+                teaches=teaches, fixed_by=fixed_by, sector=sector)
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

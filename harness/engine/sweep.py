@@ -63,6 +63,7 @@ class Settings:
     all_calls: bool = False                     # fault calls outside the scratch too
     fork_server: bool = True                    # fault cases forked, not exec'd
     lite: bool = True                           # traces that start near the fault
+    sector: int | None = None                   # --sector; None: each spec's
 
     @property
     def work_link(self):
@@ -445,7 +446,10 @@ def enumerate_cases(specs, settings, log=print):
             # crosses the pool as it is
             return runner.SetupError(f"{combo.spec.name}: {e}")
         save_run(out)
-        return cases_of(combo, out, settings)
+        cases = cases_of(combo, out, settings)
+        if not any(c.error or c.skip for c in cases):
+            save_unseen(out)
+        return cases
 
     # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
@@ -474,6 +478,8 @@ def enumerate_cases(specs, settings, log=print):
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
+            for u in load_unseen(work / combo.prefix):
+                log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
             cases.extend(mine)
         finished = True
     finally:
@@ -764,6 +770,41 @@ def load_run(scratch):
                    records=trace.load(scratch / "trace.jsonl"))
 
 
+UNSEEN = "unseen.json"
+
+
+def save_unseen(out):
+    """What in the baseline run's tree changed by calls the trace does not
+    show (explorer.unseen), beside its run.json: the power-loss cases and
+    the fault cases judge what the trace shows, so the report must say
+    what it did not."""
+    try:
+        found = explorer.unseen(out.records, out.snapdir, out.workdir)
+    except explorer.ExplorerError:
+        found = []      # the cases will say what is wrong with the trace
+    with open(out.scratch / UNSEEN, "w") as fh:
+        json.dump(found, fh)
+
+
+def load_unseen(scratch):
+    try:
+        with open(Path(scratch) / UNSEEN) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return []
+
+
+def unseen_text(u):
+    """One line for an unseen change."""
+    what = "changed" if u["what"] == "content" else "appeared, went or " \
+        "changed as a name"
+    where = "after the program exited" if u["at"] == "exit" else \
+        f"seen at {u['at']}"
+    return (f"'{u['path']}' {what} by a call crashcheck cannot see "
+            f"({where}): no fault reached it, and no power cut was "
+            f"simulated where it happened")
+
+
 def save_run(out):
     r = out.run
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
@@ -809,17 +850,24 @@ class Judge:
     def contract(self, combo):
         return combo.spec.contract
 
-    def explore(self, out, model, exit_ok, target=TARGET):
+    def sector(self, combo):
+        """Bytes the storage writes atomically for COMBO's power cuts:
+        --sector, else the spec's own."""
+        return self.settings.sector or combo.spec.sector
+
+    def explore(self, out, model, exit_ok, target=TARGET, sector=4096):
         return explorer.explore(out.records, out.snapdir, model, target,
                                 cap=self.settings.cap, seed=self.settings.seed,
-                                exit_ok=exit_ok, blob_cache=out.blobs)
+                                exit_ok=exit_ok, blob_cache=out.blobs,
+                                sector=sector)
 
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)
         if key not in self._explored:
             out = load_run(self.work / combo.prefix)
             self._explored[key] = (out, self.explore(
-                out, model, out.run.status == 0, target_name(combo.spec)))
+                out, model, out.run.status == 0, target_name(combo.spec),
+                self.sector(combo)))
         return self._explored[key]
 
     def baseline_calls(self, combo, out):
@@ -1293,7 +1341,8 @@ class Judge:
                     records, out.snapdir, self.settings.models,
                     target_name(combo.spec), cap=self.settings.cap,
                     seed=self.settings.seed, exit_ok=True,
-                    blob_cache=out.blobs, moot_full=not thin)
+                    blob_cache=out.blobs, moot_full=not thin,
+                    sector=self.sector(combo))
             except explorer.ThinRecord:
                 if not thin:
                     raise

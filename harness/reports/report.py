@@ -51,8 +51,9 @@ TIMING_KEYS = ("started", "finished", "duration")
 # Metadata keys that describe the run and sit at the summary's top level
 # (design.md); every other non-timing key goes under summary["run"].
 # expected: how many cases the run was to judge; interrupted: what
-# stopped it early ("SIGTERM"), or null.
-RUN_TOP_KEYS = ("seed", "command", "expected", "interrupted")
+# stopped it early ("SIGTERM"), or null; unseen: the changes made by calls
+# crashcheck cannot see (sweep.save_unseen).
+RUN_TOP_KEYS = ("seed", "command", "expected", "interrupted", "unseen")
 
 # Fields every case must carry for a report to be made of it.
 REQUIRED = {"id": str, "workload": str, "kind": str, "verdict": str,
@@ -245,6 +246,42 @@ def _split_meta(meta):
     return top, meta, timing, not_caught
 
 
+def _check_unseen(unseen):
+    if unseen is None:
+        return []
+    if not isinstance(unseen, list) or not all(
+            isinstance(u, dict) and isinstance(u.get("path"), str)
+            and isinstance(u.get("at"), str) for u in unseen):
+        raise ReportError("meta: 'unseen' must be a list of objects with a "
+                          "path and where it was seen (at)")
+    return unseen
+
+
+def coverage_lines(summary):
+    """What the trace did not see, one line per change, for the Coverage
+    section of every report (empty when nothing was unseen)."""
+    out = []
+    for u in summary.get("unseen") or []:
+        what = "content changed" if u.get("what") == "content" else \
+            "name appeared, went or changed"
+        where = ("after the program exited" if u["at"] == "exit"
+                 else f"first seen at {u['at']}")
+        wl = f"{u['workload']}: " if u.get("workload") else ""
+        out.append(f"{wl}'{u['path']}': {what} by a call crashcheck "
+                   f"cannot see ({where})")
+    return out
+
+
+COVERAGE_OK = ("Every change to the files and names under the work "
+               "directory was made by a call crashcheck intercepted, "
+               "faulted and recorded.")
+COVERAGE_BAD = ("These changes were made by calls crashcheck cannot see "
+                "(raw system calls, io_uring, remove(3) and other calls "
+                "libc makes inside itself, a statically linked helper): "
+                "no fault reached them and no power cut was simulated "
+                "where they happened, so this run is not a clean pass.")
+
+
 def _not_caught(variant_list, given):
     """The buggy-variant expectations that count as not caught, and
     whether those computed from the cases may be shown as such.
@@ -322,6 +359,12 @@ def summarize(cases, meta):
         "passed": (counts["failed"] == 0 and counts["harness_errors"] == 0
                    and not not_caught and interrupted is None
                    and expected <= len(cases)),
+        # changes no intercepted call made (sweep.save_unseen): a run with
+        # any is never a clean pass, whatever its cases say
+        "unseen": _check_unseen(top["unseen"]),
+        "clean": (counts["failed"] == 0 and counts["harness_errors"] == 0
+                  and not not_caught and interrupted is None
+                  and expected <= len(cases) and not top["unseen"]),
         "seed": top["seed"],
         "command": top["command"],
         "run": run,
@@ -739,9 +782,12 @@ def _plural(n, word, plural=None):
 
 
 def outcome_word(summary):
-    """PASS, FAIL, or INTERRUPTED: what a report says first."""
+    """PASS, PASS, NOT CLEAN (changes crashcheck could not see), FAIL, or
+    INTERRUPTED: what a report says first."""
     if summary.get("interrupted"):
         return "INTERRUPTED"
+    if summary["passed"] and summary.get("unseen"):
+        return "PASS, NOT CLEAN"
     return "PASS" if summary["passed"] else "FAIL"
 
 
@@ -802,6 +848,11 @@ def summary_sentences(summary):
     if s["harness_errors"]:
         out.append("A harness error is a planned fault that never fired: "
                    "the case proved nothing and counts as a failure.")
+    if s.get("unseen"):
+        n = len(s["unseen"])
+        out.append(f"{_plural(n, 'change')} to the files "
+                   f"{'was' if n == 1 else 'were'} made by calls crashcheck "
+                   "cannot see (Coverage).")
     return out
 
 
@@ -816,6 +867,12 @@ def run_facts(summary):
     models = run.get("models") or summary["models"]
     if models:
         facts.append(("models", ", ".join(map(str, models))))
+    sector = run.get("sector")
+    if isinstance(sector, int) and sector != 4096:
+        facts.append(("sector", f"{sector} bytes"))
+    elif isinstance(sector, dict):
+        facts.append(("sector", ", ".join(f"{k} {v}"
+                                          for k, v in sector.items())))
     if timing.get("started"):
         facts.append(("started", _when(timing["started"])))
     if "duration" in timing:
@@ -1016,6 +1073,15 @@ def _markdown_text(cases, summary, lessons):
     if fact_text:
         para += f" Run: {fact_text}."
     out += [para, ""]
+
+    out += ["## Coverage", ""]
+    lines = coverage_lines(summary)
+    if lines:
+        out += [md_text(COVERAGE_BAD), ""] + [f"- {md_text(x)}"
+                                              for x in lines]
+    else:
+        out.append(md_text(COVERAGE_OK))
+    out.append("")
 
     out += ["## Matrix", ""]
     if rows:
@@ -1561,7 +1627,7 @@ def _html_text(cases, summary, lessons):
     kinds, rows = matrix(cases, summary["variants"],
                          summary["variants_judged"])
     s = summary
-    ok = s["passed"]
+    ok = s["passed"] and not s.get("unseen")
     blocks = _html_blocks(cases, s)
     word = outcome_word(s)
     uncaught_wls = {v["workload"] for v in s["variants"]
@@ -1605,6 +1671,16 @@ def _html_text(cases, summary, lessons):
             h.append(f"<dt>{esc(label)}</dt><dd>{value}</dd>")
         h.append("</dl>")
     h.append("</header><main>")
+
+    lines = coverage_lines(s)
+    h.append('<section id="coverage"><h2>Coverage</h2>')
+    if lines:
+        h.append(f'<p class="help">{esc(COVERAGE_BAD)}</p><ul>')
+        h += [f"<li>{esc(x)}</li>" for x in lines]
+        h.append("</ul>")
+    else:
+        h.append(f'<p class="help">{esc(COVERAGE_OK)}</p>')
+    h.append("</section>")
 
     # The matrix.
     h.append('<section id="matrix"><h2>Matrix</h2>')

@@ -32,6 +32,10 @@
  *                   rename, fsync "."
  *   raw             target.tmp written with syscall(SYS_write), which no
  *                   library sees, fsync, rename, fsync "."
+ *   raw-rename      write target.tmp, fsync, rename it with
+ *                   syscall(SYS_rename), fsync "."
+ *   remove          tmp-rename, then a file "junk" made and removed with
+ *                   remove(3), whose unlink libc makes inside itself
  *   mkdir           mkdir sub/, write sub/TARGET, fsync it, fsync sub/,
  *                   no fsync of "."
  *   mkdir-both      the same, then fsync "."
@@ -317,6 +321,18 @@ int main(int argc, char **argv)
 		close_fd(fd, "target.tmp");
 		rename_over("target.tmp", target);
 		sync_dir(".");
+	} else if (!strcmp(mode, "raw-rename")) {
+		write_file("target.tmp", 1);
+		if (syscall(SYS_rename, "target.tmp", target) < 0)
+			fail("rename", "target.tmp");
+		sync_dir(".");
+	} else if (!strcmp(mode, "remove")) {
+		write_file("target.tmp", 1);
+		rename_over("target.tmp", target);
+		sync_dir(".");
+		write_file("junk", 0);
+		if (remove("junk") < 0)
+			fail("remove", "junk");
 	} else if (!strcmp(mode, "mkdir") || !strcmp(mode, "mkdir-both")) {
 		char path[4096];
 
