@@ -1621,6 +1621,10 @@ static void add_oflags(struct sb *sb, int fl, int rwf)
 		if (fl & names[i].bit)
 			sb_flag(sb, names[i].name, &first);
 	}
+	/* O_TMPFILE is O_DIRECTORY plus a bit of its own: a file with no
+	 * name until linkat gives it one */
+	if ((fl & O_TMPFILE) == O_TMPFILE)
+		sb_flag(sb, "O_TMPFILE", &first);
 	/* O_SYNC is O_DSYNC plus a bit of its own */
 	if ((fl & O_SYNC) == O_SYNC)
 		sb_flag(sb, "O_SYNC", &first);
