@@ -637,11 +637,26 @@ static void snap_self(struct cc_rec *r)
 		r->snap |= SNAP_SELF;
 }
 
+/*
+ * A rule's glob matches the full path, its last component, or the path
+ * relative to WATCH ("." for WATCH itself): the sweep names a file as the
+ * program sees it from its work directory ("write(target.tmp)#3",
+ * "fsync(.)#1", "write(sub/x)#1"), so that its plans count the calls on
+ * that file alone, wherever the scratch directory is.
+ */
 static bool glob_match(const char *glob, const char *path)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = strrchr(path, '/'), *rel = NULL;
 
-	return !fnmatch(glob, path, 0) || (base && !fnmatch(glob, base + 1, 0));
+	if (cc.watch && !strncmp(path, cc.watch, cc.watch_len)) {
+		rel = path + cc.watch_len;
+		if (!*rel || !strcmp(rel, "/."))
+			/* the directory itself: as '.' or by its full path */
+			return !fnmatch(glob, ".", 0) || !fnmatch(glob, path, 0);
+		rel = *rel == '/' ? rel + 1 : NULL;
+	}
+	return !fnmatch(glob, path, 0) || (base && !fnmatch(glob, base + 1, 0)) ||
+	       (rel && !fnmatch(glob, rel, 0));
 }
 
 /* count the call and find the rule, if any, that fires on it */

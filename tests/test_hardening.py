@@ -484,8 +484,9 @@ def test_forked_child_is_traced_in_one_sequence(fork_sweep):
 def test_faults_are_injected_in_the_child(fork_sweep):
     proc, out = fork_sweep
     cases = by_id(results(out))
-    for cid in ("forker-4097B-write#2=EIO", "forker-4097B-fsync#1=EIO",
-                "forker-4097B-rename#1=crash"):
+    for cid in ("forker-4097B-write(target.tmp)#2=EIO",
+                "forker-4097B-fsync(target.tmp)#1=EIO",
+                "forker-4097B-rename(target.tmp)#1=crash"):
         assert cases[cid]["fired"] == [{"rule": cid.split("-", 2)[2],
                                         "count": 1}], cases[cid]
         assert cases[cid]["verdict"] != "harness-error", cases[cid]
@@ -493,11 +494,12 @@ def test_faults_are_injected_in_the_child(fork_sweep):
     # on: a swallowed error; but its checker (/bin/true) takes every state
     # for the new content, so the new content was durable before the
     # child's fsync and its failure could lose nothing: off the data path
-    fsync = cases["forker-4097B-fsync#1=EIO"]
+    fsync = cases["forker-4097B-fsync(target.tmp)#1=EIO"]
     assert (fsync["verdict"], fsync["note"], fsync["exit"]["status"]) == \
         ("ok", "", 0), fsync
     # the child's SIGKILL reaches the parent, which exits 128+9
-    assert cases["forker-4097B-rename#1=crash"]["exit"]["status"] == 137
+    assert cases["forker-4097B-rename(target.tmp)#1=crash"]["exit"]["status"] \
+        == 137
 
 
 # ------------------------------------------------------- determinism

@@ -322,8 +322,8 @@ def answers(data):
             r.full() if isinstance(r, explorer.Moot) else [r])]
     return [lazy.lines, seqs, lazy.codes, reordered,
             asked(fresh().faulted, whole(trace_mod.faulted)),
-            asked(lambda: fresh().around("write#3", 3), whole(
-                lambda r: trace_mod.window(trace_mod.steps(r), "write#3", 3))),
+            asked(lambda: fresh().around(3, 3), whole(
+                lambda r: trace_mod.window(trace_mod.steps(r), 3, 3))),
             # calls_after may give lines the caller passes over
             asked(lambda: [r for r in fresh().calls_after(after, (b'"off":0',))
                            if r.get("off") == 0], whole(

@@ -59,8 +59,10 @@ expect       buggy variants only: list of tables, each one finding the sweep
                model     optional: posix or ext4-ordered
                strategy  optional: one of the spec's strategies
                size      optional: one of the spec's sizes
-               call      optional: a traced call coordinate, "fsync#1"
-                         (also "write#2+"), as in case ids
+               call      optional: a traced call coordinate as in case
+                         ids: "fsync(target.tmp)#1" (the call on that file
+                         of the work directory, numbered among that
+                         file's), "sync#1"
              An entry applies to a case when every field it gives equals the
              case's (Expect.applies).
 
@@ -84,7 +86,9 @@ OLD_STATES = ("payload", "absent")
 DISKS = ("normal", "full")
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-_CALL = re.compile(r"[a-z_][a-z0-9_]*#[1-9][0-9]*\+?\Z")
+# a case's call coordinate: "sync#1", or on a file "fsync(target.tmp)#1"
+# (harness/engine/coords.py)
+_CALL = re.compile(r"[a-z_][a-z0-9_]*(\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?\Z")
 _BRACE = re.compile(r"\{([^{}]*)\}")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
@@ -121,7 +125,7 @@ class Expect:
     model: str | None = None
     strategy: str | None = None
     size: int | None = None
-    call: str | None = None     # "fsync#1": the case's call coordinate
+    call: str | None = None     # "fsync(target.tmp)#1": the case's call coordinate
 
     def applies(self, *, kind=None, model=None, strategy=None, size=None, call=None):
         """True when every coordinate this entry restricts equals the case's."""
@@ -370,7 +374,8 @@ def _parse_expect(c, where, entry, strategies, sizes):
     if "call" in entry:
         call = c.string(f"{where}.call", entry["call"])
         if not _CALL.match(call):
-            c.fail(f"{where}.call", f"{call!r} is not a call coordinate like 'fsync#1'")
+            c.fail(f"{where}.call", f"{call!r} is not a call coordinate like "
+                          "'fsync(target.tmp)#1'")
     return Expect(verdict=verdict, kind=kind, model=model, strategy=strategy,
                   size=size, call=call)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT
-from . import calls, contain, fullfs, pool, runner, trace
+from . import calls, contain, coords, fullfs, pool, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -110,7 +110,11 @@ class Case:
     point: int | None = None  # index of the crash point (power loss)
     skip: str = ""          # reason, when the combo cannot run here
     error: str = ""         # harness-error found at enumeration (nothing intercepted)
-    at: int | None = None   # the seq of the faulted call in the baseline's trace
+    at: int | None = None   # the seq of the faulted call (crash point) in the baseline's trace
+    # the faulted call's offset and length in the baseline (coords.signature):
+    # a run whose fault hit a call made otherwise was not aimed where planned
+    where: list | None = None
+    unstable: str = ""      # baseline: the calls two recorded runs made otherwise
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
@@ -167,9 +171,9 @@ def contents(combo):
 OPEN_CALLS = ("open", "openat", "fopen")
 
 
-def fault_plans(call, n, faults):
-    """The cases one traced call gets: (kind, plan) in a fixed order."""
-    c = f"{call}#{n}"
+def fault_plans(c, faults):
+    """The cases one traced call gets, C its coordinate (coords.Coords:
+    "write(target.tmp)#3"): (kind, plan) in a fixed order."""
     plans = []
     if "eintr" in faults:
         plans.append(("eintr", f"{c}=EINTR"))
@@ -446,7 +450,8 @@ def enumerate_cases(specs, settings, log=print):
             # crosses the pool as it is
             return runner.SetupError(f"{combo.spec.name}: {e}")
         save_run(out)
-        cases = cases_of(combo, out, settings)
+        cases = cases_of(combo, out, settings,
+                         again=record_again(combo, out, settings))
         if not any(c.error or c.skip for c in cases):
             save_unseen(out)
         return cases
@@ -489,6 +494,38 @@ def enumerate_cases(specs, settings, log=print):
 
 
 WORK_PREFIX = "crashcheck-work-"
+AGAIN = ".again"     # a combo's other recorded runs, beside its first
+
+
+def record_again(combo, out, settings):
+    """More recorded runs of the combo whose baseline is OUT, traced
+    without snapshots, for cases_of to hold against it: ([(records, work
+    directory)], align's globs for the files whose names change from run
+    to run); ([], {}) where there is nothing to compare (a skipped
+    baseline, one that shows nothing). A program whose threads or
+    processes race makes its calls otherwise from run to run, and a case
+    aimed at a call by its number would hit another. One more run, and a
+    third where names change (mkstemp's): two random names may share a
+    character at their start or end by chance, three seldom do."""
+    if out.run.skipped or nothing_intercepted(combo, out):
+        return [], {}
+
+    def one_more(k):
+        scratch = Path(f"{os.fspath(out.scratch)}{AGAIN}{k}")
+        scratch.mkdir()
+        try:
+            again = execute_run(combo, "", scratch,
+                                timeout_of(combo, settings), record=False)
+            return again.records, str(again.workdir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    first = (out.records, str(out.workdir))
+    others = [one_more(1)]
+    globs = coords.align([first] + others)
+    if globs:
+        others.append(one_more(2))
+        globs = coords.align([first] + others)
+    return others, globs
 
 
 def _guarded(job, item):
@@ -527,7 +564,12 @@ def timeout_of(combo, settings):
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
-def cases_of(combo, out, settings):
+def cases_of(combo, out, settings, again=None):
+    """The cases of a combo from its baseline OUT. AGAIN: other recorded
+    runs of it and the globs of the files whose names change
+    (record_again). Their calls on the work directory must be the
+    baseline's: those made otherwise are named in the baseline's
+    harness-error, and no case is aimed at them."""
     pre = combo.prefix
     run = out.run
     cases = []
@@ -541,11 +583,23 @@ def cases_of(combo, out, settings):
         # faults that never reach it, crash states without its writes.
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                      error=blind)]
-    if "baseline" in settings.kinds:
+    workdir = str(out.workdir)
+    others, globs = again or ([], {})
+    moving = coords.moved((out.records, workdir), others, touches, globs) \
+        if others else []
+    if moving:
+        cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                          unstable=unstable_text(moving)))
+    elif "baseline" in settings.kinds:
         cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline"))
+    skip = {c for c, _, _ in moving}
+    names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
-    for rec in targeted_calls(out.records, out.workdir, settings.all_calls):
-        call, n = rec["call"], rec["n"]
+    targeted = targeted_calls(out.records, out.workdir, settings.all_calls)
+    for i, rec in enumerate(targeted):
+        call, coord = rec["call"], names[rec]
+        if coord in skip:
+            continue
         faults = set(table[call].faults) if call in table else set()
         if (rec.get("len") or 0) < 2:
             faults.discard("short")     # nothing shorter than 1 byte to write
@@ -554,25 +608,85 @@ def cases_of(combo, out, settings):
             # open of an existing file (or a directory, for fsync) on a
             # full disk succeeds, so faulting it tests nothing real.
             faults.discard("enospc")
-        if rec.get("ret", 0) < 0 and rec.get("errno"):
+        if no_change(rec):
             # The call already fails in the recorded run (cp probing
             # whether its target is a directory): the program's success
             # does not rest on it, so an I/O error in its place says
-            # nothing about the data. A crash there still does.
+            # nothing about the data. A crash before it is the crash
+            # after the call before it, and after it the same again:
+            # one crash case for a run of such calls (a loop of close()
+            # failing with EBADF), before its first.
             faults &= {"crash"}
-        for kind, plan in fault_plans(call, n, faults):
-            if kind in settings.kinds:
-                cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
-                                  plan=plan, call=f"{call}#{n}",
-                                  at=rec["seq"]))
+            if i and no_change(targeted[i - 1]):
+                faults = set()
+        sig = coords.signature(rec)
+        for kind, plan in fault_plans(coord, faults):
+            if kind not in settings.kinds:
+                continue
+            if no_change(rec) and plan.endswith("=crash-after"):
+                continue
+            cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
+                              plan=plan, call=coord, at=rec["seq"],
+                              where=[sig[0], sig[1]]))
     if "powerloss" in settings.kinds and run.status == 0:
+        points = crash_point_records(out.records)
         for model in settings.models:
-            for i, label in enumerate(explorer.crash_points(out.records)):
-                tag = point_tag(label)
+            for i, rec in enumerate(points):
+                if rec is not None and not is_crash_point(rec, workdir, table):
+                    continue
+                tag = "start" if i == 0 else "exit" if rec is None \
+                    else names[rec]
                 cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
                                   combo=pre, kind="powerloss", call=tag,
-                                  model=model, point=i))
+                                  model=model, point=i,
+                                  at=rec["seq"] if rec is not None else None))
     return cases
+
+
+def no_change(rec):
+    """A call that failed and so changed nothing: no data, no name, and
+    no error a later sync would report (a sync that failed with EIO or
+    ENOSPC has dropped what it covered, crash-model.md)."""
+    ret = rec.get("ret")
+    if not (isinstance(ret, int) and ret < 0 and rec.get("errno")):
+        return False
+    c = calls.table().get(rec["call"])
+    return not (c is not None and c.cls == "C_SYNC"
+                and trace.errno_name(rec["errno"]) in ("EIO", "ENOSPC",
+                                                      "EDQUOT"))
+
+
+def crash_point_records(records):
+    """The record of each of explorer.explore's crash points, in its
+    order: None for the one before the first call, each call's record,
+    None for the one after exit."""
+    recs = sorted((r for r in records if r.get("ev") == "call"),
+                  key=lambda r: r["seq"])
+    return [None] + recs + [None]
+
+
+def is_crash_point(rec, workdir, table):
+    """Whether the sweep judges a power cut after REC: a call that may
+    have changed the work directory (one on a path in it, or a sync),
+    not one that failed and so changed nothing, and not one elsewhere,
+    after which the states are those of the call before (but a sync of
+    any file: under ext4-ordered it commits the one journal)."""
+    if no_change(rec):
+        return False
+    c = table.get(rec["call"])
+    return touches(rec, workdir) or (c is not None and c.cls == "C_SYNC")
+
+
+def unstable_text(moving, most=4):
+    """The finding of a program whose calls two recorded runs made
+    otherwise."""
+    shown = "; ".join(f"{c}: {a} in one run, {b} in the other"
+                      for c, a, b in moving[:most])
+    more = f"; and {len(moving) - most} more" if len(moving) > most else ""
+    return (f"nondeterministic: two recorded runs made {len(moving)} "
+            f"call{'s' if len(moving) != 1 else ''} on the work directory "
+            f"otherwise ({shown}{more}); no case is aimed at "
+            f"{'them' if len(moving) != 1 else 'it'}")
 
 
 # What a trace must show on the work directory for the sweep to see the
@@ -620,12 +734,11 @@ def nothing_intercepted(combo, out):
             "statically linked helper, which crashcheck cannot see")
 
 
-def point_tag(label):
-    """'after rename#1' -> 'rename#1'; 'before first call' -> 'start';
-    'after exit' -> 'exit'."""
-    if label.startswith("after ") and label != "after exit":
-        return label[len("after "):]
-    return {"after exit": "exit"}.get(label, "start")
+def point_label(case):
+    """A power-loss case's crash point in words, with the coordinate its
+    id gives: 'after write(target.tmp)#3', 'before first call'."""
+    return {"start": "before first call", "exit": "after exit"}.get(
+        case.call, f"after {case.call}")
 
 
 def skip_reason(run):
@@ -926,9 +1039,10 @@ class Judge:
             self._calls[key] = (over, away)
         return self._calls[key]
 
-    def states(self, combo, points, only_after_exit=False):
+    def states(self, combo, points, only_after_exit=False, label=None):
         """Crash states as the oracle wants them, with a checker verdict
-        per state for checker contracts."""
+        per state for checker contracts. LABEL: the crash point's words,
+        instead of the explorer's."""
         out = []
         for p in points:
             if only_after_exit and p.label != "after exit":
@@ -937,7 +1051,7 @@ class Judge:
                 # A copy: explorations are cached, and the label we give
                 # names the crash point too ("after rename#1, state 3").
                 st = st.copy()
-                st.label = f"{p.label}, {st.label}"
+                st.label = f"{label or p.label}, {st.label}"
                 st.claimed = p.claimed
                 if combo.spec.contract == "check":
                     st.check = self.run_checker(combo, st, p.claimed)
@@ -1025,6 +1139,20 @@ class Judge:
                 "the dynamic C library (faults/CALLS.md); run a dynamically "
                 "linked build, or one that does its I/O through libc."))
             return self.result(case, combo, verdict, out, states=0)
+        if case.unstable:
+            out = load_run(self.work / combo.prefix)
+            self.last_out = out
+            verdict = oracle.Verdict("harness-error", case.unstable, (
+                "The program was run twice with the same inputs and made "
+                "its calls on the work directory otherwise the second "
+                "time: its threads or processes race, or it reads the "
+                "clock or random numbers. A fault case is aimed at a call "
+                "by the file it is on and its number among that file's "
+                "calls (write(target.tmp)#3); at these calls it could hit "
+                "another than the one planned, so none is aimed there, "
+                "and this is never a pass. The other cases stand: each "
+                "checks that its fault hit the call it was aimed at."))
+            return self.result(case, combo, verdict, out, states=0)
         if case.kind == "powerloss":
             out, points = self.baseline_points(combo, case.model)
             self.last_out = out
@@ -1033,7 +1161,7 @@ class Judge:
                 return self.result(case, combo, outlived_verdict(out.run),
                                    out, states=0, keep=False)
             point = points[case.point]
-            st = self.states(combo, [point])
+            st = self.states(combo, [point], label=point_label(case))
             renamed, removed = self.first_rename(combo, out)
             verdict = oracle.judge(oracle.Outcome(
                 status=out.run.status, crash_states=st, **self.visible(combo, out),
@@ -1289,7 +1417,7 @@ class Judge:
         # does, but for a thin line in its excerpt (a whole run shows
         # that write's offset)
         if has_thin and run.timed_out and any(
-                r.get("thin") for r in excerpt_around(out, case.call)):
+                r.get("thin") for r in excerpt_around(out, case)):
             return None
         if outlived(run, faulted):
             return self.result(case, combo, outlived_verdict(run), out,
@@ -1325,6 +1453,11 @@ class Judge:
             facts["target_renamed"], facts["target_removed"] = \
                 self.target_history(case, combo, out)
             verdict = oracle.judge(oracle.Outcome(**facts))
+        astray = aimed_astray(case, faulted)
+        if astray:
+            return self.result(case, combo, oracle.Verdict(
+                "harness-error", astray, ASTRAY_WHY), out, states=0,
+                keep=keep)
         judged, model, states = 0, None, []
         # A program that claims success is also judged at its after-exit
         # crash point, under each model: that is where a retried fsync or
@@ -1410,7 +1543,7 @@ class Judge:
             # trace.txt): parsing and formatting them for every case was
             # an eighth of a case at 100 writes.
             if finding:
-                excerpt = [fmt(r) for r in excerpt_around(out, case.call)]
+                excerpt = [fmt(r) for r in excerpt_around(out, case)]
             fired = [{"rule": f.rule, "count": f.count}
                      for f in trace.fired(out.faulted(), plan_rules(case.plan))]
         cause, location, text = self.cause(case, combo, verdict, out, upto) \
@@ -1587,6 +1720,35 @@ def _persists(case):
     return "+=" in (case.plan or "")
 
 
+def aimed_astray(case, faulted):
+    """Why the fault of CASE hit another call than the one it was aimed
+    at (the baseline's, Case.where: its offset and length), or "": a
+    program that makes its calls on one file otherwise from run to run
+    must not be judged on the wrong one."""
+    if not case.where or not case.plan:
+        return ""
+    hit = next((r for r in faulted if r["ev"] == "call" and r.get("fault")),
+               None)
+    if hit is None:
+        return ""       # never fired: the oracle says so
+    want = tuple(case.where)
+    got = (hit.get("off"), hit.get("len"))
+    if all(w is None or g is None or w == g for w, g in zip(want, got)):
+        return ""
+    return (f"nondeterministic: {case.call} hit a call at "
+            f"{coords.describe(got + (False, 0))} where the recorded run "
+            f"made it at {coords.describe(want + (False, 0))}")
+
+
+ASTRAY_WHY = (
+    "The fault was aimed at a call by the file it is on and its number "
+    "among that file's calls, as the recorded run made them; in this run "
+    "that call was made otherwise, so the fault hit another, and the "
+    "outcome says nothing about the one planned. The program does not "
+    "make its calls the same way from run to run (threads or processes "
+    "that race, the clock, random numbers): this is never a pass.")
+
+
 def thin_unread(records):
     """Whether a thin run's after-exit replay of RECORDS (Outcome.for_exit)
     is its whole run's: no thin write outside a moot run (explorer.Moot),
@@ -1607,15 +1769,22 @@ def thin_unread(records):
     return True
 
 
-def excerpt_around(out, call):
+def excerpt_around(out, case):
     """At most EXCERPT_LINES of a run's call and crash records, centred on
-    the targeted call ("write#3"): enough to see what led to it and what
-    followed. Chosen before parsing and formatting, where the trace
-    allows (trace.Lazy.around): a program's trace may hold thousands of
-    calls."""
+    the call CASE aims at: the first a fault fired on in a fault case
+    (else where the baseline made it), the crash point's call in a
+    power-loss case, the start for a baseline; enough to see what led to
+    it and what followed. Chosen before parsing and formatting, where the
+    trace allows (trace.Lazy.around): a program's trace may hold
+    thousands of calls."""
+    seq = case.at
+    if case.plan:
+        hit = next((r["seq"] for r in out.faulted() if r.get("fault")
+                    or r["ev"] == "crash"), None)
+        seq = hit if hit is not None else seq
     if out.trace is not None:
-        return out.trace.around(call, EXCERPT_LINES)
-    return trace.window(trace.steps(out.records), call, EXCERPT_LINES)
+        return out.trace.around(seq, EXCERPT_LINES)
+    return trace.window(trace.steps(out.records), seq, EXCERPT_LINES)
 
 
 def expect_dict(e):

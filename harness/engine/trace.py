@@ -365,28 +365,22 @@ class Lazy:
             got = [r for r in self.records if r["seq"] in want]
         return got
 
-    def around(self, call, count):
+    def around(self, seq, count):
         """At most COUNT call and crash records in seq order, centred on
-        the first whose call#n is CALL (from the start when none is):
-        what the sweep shows of a trace next to a finding."""
+        the first at or after SEQ (from the start when SEQ is None or
+        past the end): what the sweep shows of a trace next to a
+        finding."""
         if self.lines is not None and self._records is None:
             idx = [i for i, c in enumerate(self.codes) if c & 3 != 1]
             at = 0
-            name, _, n = call.partition("#") if call else ("", "", "")
-            if name and n.isdigit():
-                needle = b'"call":' + json.dumps(name).encode() + b',"n":' + n.encode()
-                lines = self.lines
-                for k in [k for k, i in enumerate(idx) if needle in lines[i]]:
-                    line = lines[idx[k]]
-                    pos = line.find(needle)
-                    if line[pos + len(needle):pos + len(needle) + 1] in (b",", b"}"):
-                        at = k
-                        break
+            if seq is not None:
+                seqs = self.seqs
+                at = next((k for k, i in enumerate(idx) if seqs[i] >= seq), 0)
             start = _window_start(at, len(idx), count)
             got = self._parse(idx[start:start + count])
             if got is not None:
                 return got
-        return window(steps(self.records), call, count)
+        return window(steps(self.records), seq, count)
 
 
 _SEQ = operator.itemgetter(2)
@@ -482,13 +476,14 @@ def steps(records):
     return [r for r in records if r["ev"] in ("call", "crash")]
 
 
-def window(records, call, count):
-    """At most COUNT of RECORDS, centred on the first whose call#n is CALL
-    (from the start when none is)."""
+def window(records, seq, count):
+    """At most COUNT of RECORDS, centred on the first at or after SEQ
+    (from the start when SEQ is None or past the end)."""
     if len(records) <= count:
         return records
-    at = next((i for i, r in enumerate(records)
-               if call and f"{r['call']}#{r['n']}" == call), 0)
+    at = 0
+    if seq is not None:
+        at = next((i for i, r in enumerate(records) if r["seq"] >= seq), 0)
     start = _window_start(at, len(records), count)
     return records[start:start + count]
 
