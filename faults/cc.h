@@ -43,6 +43,7 @@ struct cc_shared {
 		uint64_t ok;	/* 1: the descriptor was open at the start */
 	} std[2];		/* the tree's stdout and stderr at its start: never faulted */
 	uint64_t std_ready;	/* 0, 1 while the first process fills std, 2 once filled */
+	uint64_t stored;	/* bytes of snapshots stored by the tree, against CRASHCHECK_LIMIT */
 };
 
 #define CC_SHARED_MAGIC 0x34766b6368637263ULL	/* "crchckv4" */
@@ -62,6 +63,9 @@ struct cc_state {
 	bool sh_file;		/* sh is CRASHCHECK_SHARED's, shared by the process tree */
 	bool recorder;		/* trace and snapdir and watch all set */
 	bool snap_full;		/* CRASHCHECK_SNAP=full: no range snapshots */
+	uint64_t limit;		/* CRASHCHECK_LIMIT: bytes the snapshots of a run may
+				 * store, and the largest file they may take; 0 = none */
+	const char *note;	/* CRASHCHECK_NOTE: where to say why the run was stopped */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
 };
@@ -170,6 +174,23 @@ void cc_callsite_after_fork(void);
 
 /* the 64-bit content hash that names snapshot files (record.c) */
 uint64_t cc_hash(const void *buf, size_t len);
+
+/* The same hash over bytes given in pieces: init, feed (any lengths), end */
+struct cc_hasher {
+	uint64_t a, b, c, d;	/* the four lanes of the 32-byte stripes */
+	uint64_t total;		/* bytes fed */
+	uint8_t tail[32];	/* bytes not yet a whole stripe */
+	size_t tail_len;
+};
+void cc_hash_init(struct cc_hasher *h);
+void cc_hash_feed(struct cc_hasher *h, const void *buf, size_t len);
+uint64_t cc_hash_end(const struct cc_hasher *h);
+
+/* Stop the run (every process of its group): the harness's scratch cannot
+ * hold it. The reason goes to CRASHCHECK_NOTE, the first stop's alone. */
+void cc_stop_run(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* a call the program made failed with ERR: a full scratch is noted */
+void cc_note_failure(const struct cc_rec *r, int err);
 
 /* PATH lies in the WATCH directory (or below it) */
 bool cc_under_watch(const char *path);

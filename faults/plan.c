@@ -253,6 +253,10 @@ static int parse_rule(struct plan *plan, size_t *used, const char *s,
 	if (p < end && *p == '+') {
 		r->persist = true;
 		p++;
+		if (p < end && *p == '+') {
+			r->everywhere = true;
+			p++;
+		}
 	}
 	if (p == end || *p != '=')
 		return fail(err, errlen, p == end ? s : p, p == end ? len : (size_t)(end - p),
@@ -318,7 +322,7 @@ static int parse_rule(struct plan *plan, size_t *used, const char *s,
 	for (size_t i = 0; i < plan->nr; i++) {
 		const struct plan_rule *o = &plan->rules[i];
 		if (o->call == r->call && o->n == r->n &&
-		    o->persist == r->persist &&
+		    o->persist == r->persist && o->everywhere == r->everywhere &&
 		    (o->glob ? r->glob && !strcmp(o->glob, r->glob) : !r->glob))
 			return fail(err, errlen, s, len,
 				    "same call as rule %zu ('%s')", i + 1, o->text);
@@ -468,9 +472,14 @@ void plan_json_quote(char *buf, size_t size, size_t *pos, const char *s, size_t 
 			put(buf, size, pos, "\\n", 2);
 		} else if (u[i] == '\t') {
 			put(buf, size, pos, "\\t", 2);
-		} else if (u[i] < 0x20 || u[i] >= 0x7f) {
-			/* also a byte that is not UTF-8: keeps the line valid JSON */
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\u%04x", u[i]);
+			put(buf, size, pos, esc, 6);
+		} else if (u[i] >= 0x80) {
+			/* a byte that is not UTF-8, as Python's surrogateescape
+			 * spells it (os.fsdecode): the line stays valid JSON and
+			 * the name comes back as the bytes it was */
+			snprintf(esc, sizeof(esc), "\\udc%02x", u[i]);
 			put(buf, size, pos, esc, 6);
 		} else {
 			put(buf, size, pos, s + i, 1);
@@ -525,8 +534,10 @@ size_t plan_json(const struct plan *plan, char *buf, size_t size)
 			plan_json_quote(buf, size, &pos, r->glob, strlen(r->glob));
 		else
 			putf(buf, size, &pos, "null");
-		putf(buf, size, &pos, ",\"n\":%lu,\"persist\":%s,\"action\":\"%s\"",
+		putf(buf, size, &pos, ",\"n\":%lu,\"persist\":%s,\"everywhere\":%s,"
+		     "\"action\":\"%s\"",
 		     r->n, r->persist ? "true" : "false",
+		     r->everywhere ? "true" : "false",
 		     action_json_name(r->action));
 		if (r->action == PLAN_ERRNO)
 			putf(buf, size, &pos, ",\"errno\":%d,\"errname\":\"%s\"",

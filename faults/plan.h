@@ -76,6 +76,8 @@ struct plan_rule {
 	const char *glob;	/* fnmatch(3) pattern on the path, or NULL */
 	unsigned long n;	/* fire on the nth matching call, 1-based */
 	bool persist;		/* '+': and on every matching call after it */
+	bool everywhere;	/* '++': and on every call of CALL after it, on any
+				 * path: a full disk fails every file's writes */
 	enum plan_action action;
 	int err;		/* PLAN_ERRNO: the errno to inject */
 	const char *errname;	/* PLAN_ERRNO: its name, e.g. "EIO" */

@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -317,6 +318,21 @@ static void cc_init(void)
 		cc_die("CRASHCHECK_SNAP '%s' is not 'full' or 'range'", v);
 	cc.snap_full = v && !strcmp(v, "full");
 	parse_trace_full();
+	v = getenv("CRASHCHECK_LIMIT");
+	cc.limit = 0;
+	if (v && *v) {
+		const char *end;
+
+		if (!parse_seq(v, &end, &cc.limit) || *end)
+			cc_die("CRASHCHECK_LIMIT '%s' is not a number of bytes", v);
+	}
+	v = getenv("CRASHCHECK_NOTE");
+	cc.note = NULL;
+	if (v && *v) {
+		if (v[0] != '/')
+			cc_die("CRASHCHECK_NOTE '%s' is not an absolute path", v);
+		cc.note = v;
+	}
 
 	v = getenv("CRASHCHECK_SHARED");
 	if (v)
@@ -679,8 +695,13 @@ static void decide(struct cc_rec *r)
 		if (p->call != r->call)
 			continue;
 		if (p->glob) {
-			if (!r->path[0] || !glob_match(p->glob, r->path))
+			if (!r->path[0] || !glob_match(p->glob, r->path)) {
+				/* '++': once its Nth match came, every call */
+				if (p->everywhere && r->rule < 0 &&
+				    __atomic_load_n(&cc.sh->rules[i], __ATOMIC_SEQ_CST) >= p->n)
+					r->rule = i;
 				continue;
+			}
 			/* every glob rule counts its own matches */
 			k = __atomic_add_fetch(&cc.sh->rules[i], 1, __ATOMIC_SEQ_CST);
 		}
@@ -1157,10 +1178,23 @@ static void sendfile_after(struct cc_rec *r, ssize_t ret, int out_fd, int in_fd,
 
 /* ---- stdio ---- */
 
+/*
+ * A stream that can write may change its file with libc's internal write
+ * (taint_rec); one opened only to read cannot: the sqlite shell's
+ * fopen(.., "rb") probe of its database must not cost every later pwrite
+ * a snapshot of the whole file.
+ */
 static void use_stream(struct cc_rec *r, FILE *f)
 {
 	use_fd(r, f ? fileno(f) : -1, true);
-	taint_rec(r);
+	if (f && __fwritable(f))
+		taint_rec(r);
+}
+
+/* MODE opens a stream that can write */
+static bool writable_mode(const char *mode)
+{
+	return mode && (mode[0] == 'w' || mode[0] == 'a' || strchr(mode, '+'));
 }
 
 static void fwrite_describe(struct cc_rec *r, const void *ptr, size_t size, size_t nmemb,
@@ -1261,7 +1295,8 @@ static void fopen_after(struct cc_rec *r, FILE *ret, const char *path, const cha
 		cc_fd_forget(r->fd);
 		if (tracing(r))
 			stat_fd(r, r->fd);
-		taint_rec(r);
+		if (writable_mode(mode))
+			taint_rec(r);
 	}
 	if (r->oflags & (O_CREAT | O_TRUNC)) {
 		snap_parent(r, 1);

@@ -43,6 +43,18 @@ START_TEST(test_errno_rule)
 }
 END_TEST
 
+START_TEST(test_glob_persist_everywhere)
+{
+	parse_ok("write(target.tmp)#3++=ENOSPC;write(x)#1+=EIO;write(x)#1++=EIO");
+	ck_assert(plan.rules[0].persist && plan.rules[0].everywhere);
+	ck_assert_str_eq(plan.rules[0].glob, "target.tmp");
+	ck_assert_uint_eq(plan.rules[0].n, 3);
+	ck_assert(plan.rules[1].persist && !plan.rules[1].everywhere);
+	ck_assert(plan.rules[2].everywhere);
+	parse_bad("write#3+++=EIO", "expected '=' and an action at '+=EIO'");
+}
+END_TEST
+
 START_TEST(test_glob_persist_multi)
 {
 	parse_ok(" write(*.tmp)#2+=ENOSPC ;\trename#1=crash ; msync#3=crash-after");
@@ -159,7 +171,7 @@ START_TEST(test_bad_number)
 	parse_bad("write#1", "expected '=' and an action at 'write#1'");
 	parse_bad("write#1+", "expected '=' and an action at 'write#1+'");
 	parse_bad("write#1x=EIO", "expected '=' and an action at 'x=EIO'");
-	parse_bad("write#1++=EIO", "expected '=' and an action at '+=EIO'");
+	parse_bad("write#1+++=EIO", "expected '=' and an action at '+=EIO'");
 }
 END_TEST
 
@@ -303,7 +315,7 @@ START_TEST(test_json)
 	parse_ok("fsync#1=EIO");
 	n = plan_json(&plan, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "{\"rules\":[{\"text\":\"fsync#1=EIO\",\"call\":\"fsync\","
-			 "\"glob\":null,\"n\":1,\"persist\":false,\"action\":\"errno\","
+			 "\"glob\":null,\"n\":1,\"persist\":false,\"everywhere\":false,\"action\":\"errno\","
 			 "\"errno\":5,\"errname\":\"EIO\",\"bytes\":null}]}");
 	ck_assert_uint_eq(n, strlen(buf));
 
@@ -311,10 +323,10 @@ START_TEST(test_json)
 	plan_json(&plan, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "{\"rules\":["
 			 "{\"text\":\"write(\\\"a\\\\b\\\")#2+=short:7\",\"call\":\"write\","
-			 "\"glob\":\"\\\"a\\\\b\\\"\",\"n\":2,\"persist\":true,\"action\":\"short\","
+			 "\"glob\":\"\\\"a\\\\b\\\"\",\"n\":2,\"persist\":true,\"everywhere\":false,\"action\":\"short\","
 			 "\"errno\":null,\"errname\":null,\"bytes\":7},"
 			 "{\"text\":\"rename#1=crash-after\",\"call\":\"rename\",\"glob\":null,"
-			 "\"n\":1,\"persist\":false,\"action\":\"crash-after\","
+			 "\"n\":1,\"persist\":false,\"everywhere\":false,\"action\":\"crash-after\","
 			 "\"errno\":null,\"errname\":null,\"bytes\":null}]}");
 
 	parse_ok("");
@@ -341,8 +353,9 @@ START_TEST(test_json_quote)
 	char buf[64];
 	size_t pos = 0;
 
+	/* a byte that is not UTF-8 as os.fsdecode's surrogateescape spells it */
 	plan_json_quote(buf, sizeof(buf), &pos, "a\"\\\n\t\x01\xc3\xa9\xff\xed\xa0\x80", 12);
-	ck_assert_str_eq(buf, "\"a\\\"\\\\\\n\\t\\u0001\xc3\xa9\\u00ff\\u00ed\\u00a0\\u0080\"");
+	ck_assert_str_eq(buf, "\"a\\\"\\\\\\n\\t\\u0001\xc3\xa9\\udcff\\udced\\udca0\\udc80\"");
 	ck_assert_uint_eq(pos, strlen(buf));
 }
 END_TEST
@@ -374,6 +387,7 @@ static Suite *plan_suite(void)
 
 	tcase_add_test(ok, test_errno_rule);
 	tcase_add_test(ok, test_glob_persist_multi);
+	tcase_add_test(ok, test_glob_persist_everywhere);
 	tcase_add_test(ok, test_short);
 	tcase_add_test(ok, test_limits_accepted);
 	tcase_add_test(ok, test_empty_plans);
