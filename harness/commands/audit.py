@@ -78,8 +78,34 @@ class AuditSpec(Spec):
         return _read_inputs(self.inputs, self.old == "absent")
 
     def reproduce_command(self, case_id):
-        return shlex.join(list(self.rerun) + ["--case", case_id, "--"]
+        return shell_join(list(self.rerun) + ["--case", case_id, "--"]
                           + list(self.program))
+
+
+def shell_word(word):
+    """WORD quoted for a shell, as shlex.quote does; a word that is not
+    UTF-8 (a file name's bytes, as os.fsdecode gives them) as bash's
+    $'...' with those bytes as backslash-x escapes, so that a reproduce command gives the
+    program the very bytes it was given."""
+    try:
+        word.encode("utf-8")
+        return shlex.quote(word)
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for b in os.fsencode(word):
+        c = chr(b)
+        if c in "\\'":
+            out.append("\\" + c)
+        elif 0x20 <= b < 0x7f:
+            out.append(c)
+        else:
+            out.append(f"\\x{b:02x}")
+    return "$'" + "".join(out) + "'"
+
+
+def shell_join(words):
+    return " ".join(shell_word(str(w)) for w in words)
 
 
 _INPUTS = {}
@@ -94,6 +120,35 @@ def _read_inputs(inputs, absent):
         old = None if absent else (inputs / OLD_FILE).read_bytes()
         _INPUTS[key] = (old, new)
     return _INPUTS[key]
+
+
+def inputs_again(desc, directory):
+    """An audit's .audit directory made again in DIRECTORY from its
+    description DESC (an audit.json's, which results.json keeps as
+    summary.run.audit): the contents read again from the files the audit
+    was given, or generated as it generated them. UsageError when a file
+    is gone. Returns the audit.json's path, for load()."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        new_file, old_file = desc.get("new_file"), desc.get("old_file")
+        new = read_input("--new", new_file) if new_file else \
+            payload.make(DEFAULT_SIZE, payload.NEW, 0)
+        if desc["old"] == "absent":
+            old = None
+        elif old_file:
+            old = read_input("--old", old_file)
+        else:
+            old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+        (directory / NEW_FILE).write_bytes(new)
+        if old is not None:
+            (directory / OLD_FILE).write_bytes(old)
+        desc = dict(desc, size=len(new))
+        with open(directory / SPEC_FILE, "w") as fh:
+            json.dump(desc, fh, indent=1)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"not an audit's description: {e}") from None
+    return directory / SPEC_FILE
 
 
 def load(path):
@@ -205,7 +260,7 @@ def target_arg(text):
             or text.startswith("-")):
         raise UsageError(f"--target: '{text}' is not a plain file name "
                          "(no '/', not '.' or '..', not starting with '-')")
-    if len(text.encode()) > 200:
+    if len(os.fsencode(text)) > 200:
         raise UsageError(f"--target: '{text[:40]}...' is too long "
                          "(at most 200 bytes)")
     return text
@@ -254,6 +309,11 @@ def rerun_argv(args):
         argv += ["--sector", args.sector]
     if args.strict:
         argv.append("--strict")
+    # what decides how a run goes: its HOME, and where it is stopped
+    if args.home:
+        argv.append("--home")
+    if args.scratch_limit is not None:
+        argv += ["--scratch-limit", args.scratch_limit]
     return argv
 
 
@@ -310,7 +370,7 @@ def cmd_audit(args):
     default = runcmd.DEFAULT_OUT / ("rerun" if args.case else f"audit-{name}")
     out = Path(args.out) if args.out else default
     rerun = rerun_argv(args)
-    command = shlex.join(rerun[:1] + ["audit"] + _shown_options(args)
+    command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
                          + ["--"] + program)
     # Every option is checked (pytest_args) before anything is written.
     out = runcmd.out_path(args, default)
@@ -327,7 +387,7 @@ def cmd_audit(args):
             (inputs / OLD_FILE).write_bytes(old)
         desc = {
             "name": name,
-            "description": f"audit of {shlex.join(program)}",
+            "description": f"audit of {shell_join(program)}",
             "command": [exe] + program[1:],
             "contract": contract,
             "check": check,
@@ -337,6 +397,13 @@ def cmd_audit(args):
             "target": target,
             "rerun": rerun,
             "program": program,
+            # where the contents came from, for `crashcheck replay` of one
+            # of its cases (None: generated, as above)
+            "old_file": None if args.old is None
+            else os.path.abspath(args.old),
+            "new_file": None if args.new is None
+            else os.path.abspath(args.new),
+            "home": bool(args.home),
         }
         with open(inputs / SPEC_FILE, "w") as fh:
             json.dump(desc, fh, indent=1)
@@ -355,7 +422,7 @@ def _shown_options(args):
     """The options as typed, for the reports' command line."""
     shown = rerun_argv(args)[2:]
     for opt, value in (("--shard", args.shard), ("--jobs", args.jobs),
-                       ("--out", args.out)):
+                       ("--out", args.out), ("--scratch", args.scratch)):
         if value is not None:
             shown += [opt, value]
     if args.keep:

@@ -15,6 +15,7 @@ status 2: raise harness.UsageError (or a subclass) with the problem.
 import argparse
 import math
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -310,13 +311,21 @@ def cmd_trace(args):
                                                    show_pid=args.all))
         text = "".join(line + "\n" for line in lines)
         if out is not None:
-            out.write(text)
+            try:
+                out.write(text)
+                out.flush()
+            except OSError as e:
+                raise UsageError(f"cannot write listing '{out_path}': "
+                                 f"{e.strerror}") from None
         else:
             sys.stderr.write(text)
             sys.stderr.flush()
     finally:
         if out is not None:
-            out.close()
+            try:
+                out.close()
+            except OSError:
+                pass    # said above, or nothing was left to write
     return report_exit(run, records, say_line)
 
 
@@ -376,6 +385,10 @@ def dispatch(argv):
         raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)} "
                          f"(see '{PROG} {name} --help')")
     args.program = program
+    for dest, opt in (("out", "--out"), ("results", "--results"),
+                      ("trace", "--trace"), ("output", "--output")):
+        if getattr(args, dest, None) == "":
+            raise UsageError(f"{opt}: empty file name")
     return args.run(args)
 
 
@@ -385,6 +398,22 @@ def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
+# Descriptors crashcheck needs open at once (pytest, its pool, a run's
+# output files, a fork server's socket): below this it could not work,
+# and at 16 it hung.
+MIN_FILES = 64
+
+
+def check_files():
+    """UsageError when the descriptor limit (ulimit -n) is too low for
+    crashcheck. It is not raised for the user: the programs run inherit
+    it, and a program may be meant to run under it."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < MIN_FILES:
+        raise UsageError(f"the descriptor limit is {soft} (ulimit -n): "
+                         f"crashcheck needs at least {MIN_FILES}")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     signal.signal(signal.SIGTERM, _terminate)
@@ -392,6 +421,7 @@ def main(argv=None):
     contain.own_process()
     status = None
     try:
+        check_files()
         status = dispatch(argv)
         return status
     except UsageError as e:

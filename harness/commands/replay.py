@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from ..judging import explorer, payload
+from ..judging import explorer
 from ..engine import spec as specmod
 from ..engine import sweep
 from . import outdir
@@ -38,6 +38,11 @@ def find_case(case_id, results_path):
     candidates = [Path(results_path)] if results_path else [
         DEFAULT_RESULTS, ROOT / "results" / "rerun" / "results.json"]
     for path in candidates:
+        if path.exists() and not path.is_file():
+            # a directory, a device (/dev/zero would be read for ever)
+            raise UsageError(f"--results: '{path}' is "
+                             + ("a directory" if path.is_dir()
+                                else "not a regular file"))
         try:
             with open(path) as fh:
                 data = json.load(fh)
@@ -45,7 +50,9 @@ def find_case(case_id, results_path):
             if results_path:
                 raise UsageError(f"no results file: {path}") from None
             continue
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror}") from None
+        except ValueError as e:
             raise UsageError(f"cannot read {path}: {e}") from None
         for case in data.get("cases", []):
             if case.get("id") == case_id:
@@ -85,8 +92,9 @@ def cmd_replay(args):
     """
     case_id = args.case_id
     recorded, summary, path = find_case(case_id, args.results)
-    spec = spec_for(recorded, summary, path)
     run = summary.get("run") or {}
+    if not run.get("audit"):
+        spec = spec_for(recorded, summary, path)
     model = recorded.get("model")
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
@@ -97,10 +105,20 @@ def cmd_replay(args):
 
     work = sweep.runner.make_scratch("crashcheck-replay-")
     try:
+        if run.get("audit"):
+            # an audit's spec, made again from its description: the
+            # contents read again from its --old and --new files
+            from . import audit
+            spec = audit.load(audit.inputs_again(run["audit"], work / "audit"))
+            if spec.name != recorded["workload"]:
+                raise UsageError(f"{path} describes an audit of "
+                                 f"'{spec.name}', not of "
+                                 f"'{recorded['workload']}'")
         settings = sweep.Settings(
             out=work, models=(model,) if model else sweep.MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
-            jobs=1)
+            jobs=1, home=bool((run.get("audit") or {}).get("home")))
+        settings.scratch_limit = sweep.default_limit(1)
         settings.work.mkdir(parents=True)
         combo = next((c for c in sweep.combos([spec])
                       if case_id.startswith(c.prefix + "-")), None)
@@ -110,9 +128,13 @@ def cmd_replay(args):
         scratch = settings.work / combo.prefix
         scratch.mkdir()
         base = sweep.execute_run(combo, "", scratch,
-                                 sweep.timeout_of(combo, settings))
+                                 sweep.timeout_of(combo, settings),
+                                 settings=settings)
         sweep.save_run(base)
-        case = next((c for c in sweep.cases_of(combo, base, settings)
+        # recorded again as the sweep did: the names of files whose names
+        # change from run to run come from that (sweep.record_again)
+        again = sweep.record_again(combo, base, settings)
+        case = next((c for c in sweep.cases_of(combo, base, settings, again)
                      if c.id == case_id), None)
         if case is None:
             raise UsageError(f"case '{case_id}' no longer exists: the program's "
@@ -139,9 +161,10 @@ def cmd_replay(args):
 
 def lay_out(judge, res, dest, combo):
     """Write the deciding state into dest/state and the story into
-    dest/README.txt; returns the state directory. DEST is crashcheck's
-    (outdir.claim): an earlier replay's state/ there goes (beside its
-    README.txt, it is ours); nothing else is touched."""
+    dest/README.txt (as a finding's cases/<id>/ says it); returns the
+    state directory. DEST is crashcheck's (outdir.claim): an earlier
+    replay's state/ there goes (beside its README.txt, it is ours);
+    nothing else is touched."""
     state_dir = dest / "state"
     if (dest / "README.txt").is_file() and state_dir.is_dir() \
             and not state_dir.is_symlink():
@@ -152,24 +175,13 @@ def lay_out(judge, res, dest, combo):
     old, new = sweep.contents(combo)
     target = sweep.target_name(combo.spec)
     st = next((s for s in judge.last_states if s.label == res.get("state")), None)
-    lines = [f"case:        {res['id']}",
-             f"verdict:     {res['verdict']}"]
-    if res.get("finding"):
-        lines.append(f"finding:     {res['finding']}")
     if st is not None:
         explorer.layout(st, state_dir)
-        lines += [f"crash state: {st.label} ({res.get('model')} model)",
-                  f"persisted:   {st.why}",
-                  f"rule:        {st.rule or '-'}"]
         got = st.target
     else:
         shutil.copytree(judge.last_out.workdir, state_dir, symlinks=True)
-        lines.append("state:       the directory the run left behind")
         p = state_dir / target
         got = p.read_bytes() if p.is_file() else None
-    lines.append(f"target:      {payload.describe(got, old, new)}")
-    if res.get("explanation"):
-        lines += ["", res["explanation"]]
-    lines += ["", f"reproduce:   {res['reproduce']}"]
-    (dest / "README.txt").write_text("\n".join(lines) + "\n")
+    (dest / "README.txt").write_text(sweep.state_readme(res, st, got, old, new),
+                                     errors="surrogateescape")
     return state_dir

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import ROOT, UsageError, tree_path
 from ..engine import spec as specmod
-from ..engine.sweep import KINDS, parse_shard
+from ..engine.sweep import KINDS, parse_shard, parse_size
 from . import outdir
 
 DEFAULT_OUT = ROOT / "results"
@@ -66,6 +66,18 @@ def add_sweep_options(p):
                    help="fail when a file or name changed by a call "
                         "crashcheck cannot see (a raw system call, "
                         "io_uring): such a run is never a clean pass")
+    p.add_argument("--scratch", metavar="DIR",
+                   help="where the runs' scratch directories go (default: "
+                        "/dev/shm while it has room, else the temporary "
+                        "directory)")
+    p.add_argument("--scratch-limit", metavar="SIZE",
+                   help="bytes of snapshots one run may take, and the "
+                        "largest file it may leave (e.g. 512M, 2G; default: "
+                        "a share of the scratch's free space and of memory); "
+                        "a run past it is a harness-error naming it")
+    p.add_argument("--home", action="store_true",
+                   help="give each run an empty HOME of its own in its "
+                        "scratch (every run has its own TMPDIR there)")
     p.add_argument("--exec-each", action="store_true",
                    help="exec the program for every case instead of forking "
                         "it from one exec per command line (slower; the "
@@ -142,6 +154,25 @@ def _shard(text):
         raise UsageError(f"--shard: {e}") from None
 
 
+def scratch_dir(text):
+    """--scratch DIR: an existing directory we may write in, resolved."""
+    if not text:
+        raise UsageError("--scratch: empty directory name")
+    path = Path(text)
+    if not path.is_dir():
+        raise UsageError(f"--scratch: '{text}' is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"--scratch: '{text}' is not writable")
+    return path.resolve()
+
+
+def scratch_limit(text):
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise UsageError(f"--scratch-limit: {e}") from None
+
+
 def pytest_args(args, spec_paths, out, command):
     """Our options as pytest's."""
     jobs = jobs_arg(args.jobs) if args.jobs else (os.cpu_count() or 1)
@@ -180,6 +211,12 @@ def pytest_args(args, spec_paths, out, command):
         argv.append("--cc-keep")
     if getattr(args, "strict", False):
         argv.append("--cc-strict")
+    if args.scratch is not None:
+        argv += ["--cc-scratch", str(scratch_dir(args.scratch))]
+    if args.scratch_limit is not None:
+        argv += ["--cc-scratch-limit", str(scratch_limit(args.scratch_limit))]
+    if args.home:
+        argv.append("--cc-home")
     if args.exec_each:
         argv.append("--cc-exec-each")
     if args.whole_traces:
@@ -255,7 +292,9 @@ def cmd_run(args):
     for s in args.specs:
         p = Path(s)
         if not p.is_file():
-            raise UsageError(f"spec not found: {s}")
+            raise UsageError(f"spec '{s}' is a directory" if p.is_dir() else
+                             f"spec '{s}' is not a regular file" if p.exists()
+                             else f"spec not found: {s}")
         try:
             specmod.load(p)
         except specmod.SpecError as e:

@@ -29,7 +29,7 @@ from ..commands import outdir
 from ..reports import lessons, report
 from . import contain, pool, runner, spec as specmod, sweep
 
-CASES_FILE = "cases.json"
+CASES_FILE = sweep.CASES_FILE
 
 
 def pytest_addoption(parser):
@@ -61,6 +61,14 @@ def pytest_addoption(parser):
                 help="seconds per run, overriding the specs")
     g.addoption("--cc-keep", action="store_true",
                 help="keep every case's scratch directory")
+    g.addoption("--cc-scratch", default=None, metavar="DIR",
+                help="where scratch directories go (default: /dev/shm "
+                     "when it has room, else the temporary directory)")
+    g.addoption("--cc-scratch-limit", type=int, default=None, metavar="BYTES",
+                help="bytes of snapshots one run may take (default: a "
+                     "share of the scratch's free space)")
+    g.addoption("--cc-home", action="store_true",
+                help="give each run an empty HOME of its own")
     g.addoption("--cc-exec-each", action="store_true",
                 help="exec the program for every case, no fork server")
     g.addoption("--cc-strict", action="store_true",
@@ -88,11 +96,17 @@ def settings_from(config):
         if k not in sweep.KINDS:
             raise pytest.UsageError(f"--cc-faults: unknown fault class {k!r}")
     model = config.getoption("--cc-model")
+    scratch = config.getoption("--cc-scratch")
+    if scratch:
+        runner.set_scratch_base(scratch)
+    jobs = _jobs(config)
     return sweep.Settings(
+        scratch_limit=config.getoption("--cc-scratch-limit"),
+        home=config.getoption("--cc-home"),
         out=Path(config.getoption("--cc-out")).resolve(),
         models=sweep.MODELS if model == "all" else (model,),
         kinds=kinds,
-        jobs=_jobs(config),
+        jobs=jobs,
         cap=config.getoption("--cc-cap"),
         sector=config.getoption("--cc-sector"),
         seed=config.getoption("--cc-seed"),
@@ -153,6 +167,15 @@ class Sweep:
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         self.specs_by_name = {s.name: s for s in self.specs}
+        # where the scratch goes, and how much a run may take of it: once,
+        # before any directory is made there (the pool's processes are
+        # forked after, and keep both)
+        if not config.getoption("--cc-scratch"):
+            runner.choose_scratch(sweep.room_needed(self.specs,
+                                                    self.settings.jobs))
+        if self.settings.scratch_limit is None:
+            self.settings.scratch_limit = sweep.default_limit(
+                self.settings.jobs)
         self.cases = []
         self.collected = {}         # case id -> result, of this process
         self._judge = None
@@ -511,6 +534,14 @@ def write_reports(config, state, results, interrupted):
         "timing": {"started": round(state.started, 3),
                    "duration": round(time.time() - state.started, 3)},
     }
+    # an audit's description (harness/commands/audit.py), for `crashcheck
+    # replay` to rebuild its spec from: the .audit directory goes
+    for path in config.getoption("--cc-audit"):
+        try:
+            with open(path) as fh:
+                meta["audit"] = json.load(fh)
+        except (OSError, ValueError):
+            pass
     # With a selection (one case, a shard, -k) a variant's other cases did
     # not run here: whether it was caught is decided when shards merge. An
     # interrupted run cannot tell either (and is no pass anyway).
@@ -626,9 +657,11 @@ def pytest_unconfigure(config):
         state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
-    if not _is_worker(config) and not state.settings.keep:
-        sweep.remove_work(state.settings.work_link)
     if not _is_worker(config):
+        if not state.settings.keep:
+            sweep.remove_work(state.settings.work_link)
+        else:
+            sweep.keep_work(state.settings.work_link)
         outdir.release(state.settings.out)
     # nothing this session started runs on
     contain.shutdown()

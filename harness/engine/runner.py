@@ -39,7 +39,8 @@ EXIT_SKIP = 77
 # into a run: a stale plan or trace path would make the run lie.
 RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
-            "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL")
+            "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL",
+            "CRASHCHECK_LIMIT", "CRASHCHECK_NOTE")
 OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN)
 
 
@@ -57,13 +58,59 @@ def check_preloads():
                          "(install fiu-utils: scripts/install-deps)")
 
 
+# Where scratch directories go: None until chosen (choose_scratch), then
+# the same for every process of a sweep (the pool's are forked after).
+_base = None
+
+# tmpfs is chosen while it has this much free, else a disk's temporary
+# directory: a sweep's runs on a small /dev/shm (RAM) would fill it
+SHM_MIN_FREE = 256 << 20
+
+
 def scratch_base():
-    """Where scratch directories go: tmpfs when there is one, because
-    durability is simulated from the trace and tmpfs makes runs cheap."""
+    """Where scratch directories go: the one choose_scratch (or --scratch)
+    set, else tmpfs when there is one with room, because durability is
+    simulated from the trace and tmpfs makes runs cheap."""
+    if _base is None:
+        return choose_scratch()
+    return _base
+
+
+def set_scratch_base(path):
+    """Put every scratch directory under PATH from now on (--scratch);
+    None: choose again."""
+    global _base
+    _base = None if path is None else Path(os.path.realpath(path))
+
+
+def free_bytes(path):
+    """Bytes an unprivileged writer can still put on PATH's file system."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def choose_scratch(need=SHM_MIN_FREE):
+    """/dev/shm while it has NEED bytes free (at least SHM_MIN_FREE), else
+    the temporary directory of a disk ($TMPDIR, /tmp) where it has more
+    room: a sweep on a small /dev/shm would fill the machine's memory."""
+    global _base
+    candidates = []
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return Path(tempfile.gettempdir())
+        candidates.append(shm)
+    disk = Path(os.path.realpath(tempfile.gettempdir()))
+    if not candidates or candidates[0] != disk:
+        candidates.append(disk)
+    best = candidates[0]
+    try:
+        if len(candidates) > 1 and \
+                free_bytes(best) < max(need, SHM_MIN_FREE) and \
+                free_bytes(candidates[1]) > free_bytes(best):
+            best = candidates[1]
+    except OSError:
+        pass
+    _base = best
+    return best
 
 
 def make_scratch(prefix="crashcheck-"):
@@ -107,14 +154,18 @@ class Run:
 
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
               base=None, program=None, cwd=None, trace_from=None,
-              trace_full=None):
+              trace_full=None, limit=None, note=None, extra=None):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
     an ASan-linked program's runtime before ours: harness/engine/sanitizers.py)
     and this run's settings. program is argv[0], run in cwd. trace_from:
     the seq the trace starts at (CRASHCHECK_TRACE_FROM; no snapdir).
     trace_full: (lo, hi), the seqs recorded in full, writes outside them
-    maybe thin (CRASHCHECK_TRACE_FULL; a recorded run)."""
+    maybe thin (CRASHCHECK_TRACE_FULL; a recorded run). limit: bytes
+    the run's snapshots may take (CRASHCHECK_LIMIT), note: the file the
+    library says why it stopped a run in (CRASHCHECK_NOTE; a run in a
+    session of its own). extra: more variables of the run's (TMPDIR,
+    HOME)."""
     if base is None:
         env = dict(_environ())
     else:
@@ -141,6 +192,12 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
         env["CRASHCHECK_TRACE_FROM"] = str(trace_from)
     if trace_full is not None:
         env["CRASHCHECK_TRACE_FULL"] = full_range(trace_full)
+    if limit is not None:
+        env["CRASHCHECK_LIMIT"] = str(limit)
+    if note is not None:
+        env["CRASHCHECK_NOTE"] = str(note)
+    if extra:
+        env.update(extra)
     name, token = contain.run_env()
     env[name] = token
     return env
@@ -178,7 +235,8 @@ def _read_capped(fh, cap):
 
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
-        passthrough=False, trace_from=None, trace_full=None):
+        passthrough=False, trace_from=None, trace_full=None, limit=None,
+        note=None, extra=None):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own) and a
@@ -195,7 +253,8 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         check_preloads()
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
                         program=argv[0], cwd=cwd, trace_from=trace_from,
-                        trace_full=trace_full)
+                        trace_full=trace_full, limit=limit, note=note,
+                        extra=extra)
     else:
         env = dict(os.environ if env is None else env)
         name, token = contain.run_env()
@@ -561,8 +620,11 @@ class ForkServer:
         return msg.decode("utf-8", "replace")
 
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
-            shared=None, timeout=10.0, trace_from=None, trace_full=None):
-        """One run, as run() would make it with these settings."""
+            shared=None, timeout=10.0, trace_from=None, trace_full=None,
+            limit=None, note=None, extra=None):
+        """One run, as run() would make it with these settings. EXTRA
+        variables are set in the run; the server's own environment is
+        the caller's."""
         if self._sock is None:
             raise ServerUnavailable("the fork server is closed")
         settings = {"CRASHCHECK_PLAN": plan or None, "CRASHCHECK_TRACE": trace,
@@ -571,8 +633,11 @@ class ForkServer:
                     "CRASHCHECK_TRACE_FROM": None if trace_from is None
                     else str(trace_from),
                     "CRASHCHECK_TRACE_FULL": None if trace_full is None
-                    else full_range(trace_full)}
+                    else full_range(trace_full),
+                    "CRASHCHECK_LIMIT": None if limit is None else str(limit),
+                    "CRASHCHECK_NOTE": note}
         assert set(settings) == set(RUN_VARS)
+        settings.update(extra or {})
         box = contain.Box()
         if box.cgroup is not None:
             # not a variable of the program's: the child joins it first

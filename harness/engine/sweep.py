@@ -13,11 +13,13 @@ case is then executed and judged by `execute` in whichever pytest worker
 gets it. Both sides share only the work directory on disk.
 """
 
+import errno
 import functools
 import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +48,19 @@ WORK = "work"
 INPUT = "in"
 TARGET = "target"
 NEW = "new"
+SNAPS = "snaps"
+# The run's TMPDIR: a directory of its own in WORK, where the library
+# sees the temporary files (a sponge writes, fsyncs and renames into
+# place: the explorer must know their content and that it was synced)
+# and faults their calls, on the file system of the target (a rename
+# from it never fails with EXDEV here and not there), and which goes
+# with the case. Its name is ours, so that no program's own meets it.
+TMP = ".crashcheck-tmp"
+# (--home) the run's HOME: in its scratch, outside WORK (the files a
+# program keeps there are not the state judged)
+HOME = "home"
+# where the library says why it stopped a run (CRASHCHECK_NOTE)
+NOTE = "note"
 BIN = str(ROOT / "workloads" / "bin")
 
 
@@ -59,6 +74,8 @@ class Settings:
     cap: int = 64                               # crash states per crash point
     seed: int = 0                               # explorer's sample seed
     keep: bool = False                          # keep every case's scratch
+    scratch_limit: int | None = None            # bytes a run's snapshots may take
+    home: bool = False                          # each run its own HOME
     timeout: float | None = None                # overrides the specs' timeouts
     all_calls: bool = False                     # fault calls outside the scratch too
     fork_server: bool = True                    # fault cases forked, not exec'd
@@ -139,8 +156,9 @@ def in_shard(case_id, k, n):
 
 def old_size(size):
     """The old content is longer than the new one and unaligned, so that a
-    program which forgets to truncate leaves a visible tail."""
-    return size + 4097
+    program which forgets to truncate leaves a visible tail; never longer
+    than a payload may be (a new content near 64 MiB)."""
+    return min(size + 4097, payload.MAX_SIZE)
 
 
 def target_name(spec):
@@ -173,17 +191,22 @@ OPEN_CALLS = ("open", "openat", "fopen")
 
 def fault_plans(c, faults):
     """The cases one traced call gets, C its coordinate (coords.Coords:
-    "write(target.tmp)#3"): (kind, plan) in a fixed order."""
+    "write(target.tmp)#3"): (kind, plan) in a fixed order. A fault that
+    keeps firing starts at the call on its file and then fails every
+    later call of its name, on any file (`++`): a full disk, a failing
+    device fails them all, and a program that turns to another file
+    after the first failure must meet the same."""
+    last = "++=" if "(" in c else "+="
     plans = []
     if "eintr" in faults:
         plans.append(("eintr", f"{c}=EINTR"))
     if "short" in faults:
         plans.append(("short", f"{c}=short"))
     if "enospc" in faults:
-        plans.append(("enospc", f"{c}+=ENOSPC"))
+        plans.append(("enospc", f"{c}{last}ENOSPC"))
     if "eio" in faults:
         plans.append(("eio", f"{c}=EIO"))
-        plans.append(("eio", f"{c}+=EIO"))
+        plans.append(("eio", f"{c}{last}EIO"))
     if "crash" in faults:
         plans.append(("crash", f"{c}=crash"))
         plans.append(("crash", f"{c}=crash-after"))
@@ -256,22 +279,24 @@ class Outcome:
 
 def prepare(scratch, old, new, target=TARGET, reuse_input=False):
     """Lay out a run's scratch directory: WORK holds the target (the old
-    content, or nothing), INPUT the new content the program reads. With
-    reuse_input the scratch is one a run of the same combo used before:
-    its input stays, and so do the snapshots (content-addressed: a name
-    always holds the same bytes, and the runs of one combo store mostly
-    the same ones); the rest is emptied."""
+    content, or nothing) and TMP, INPUT the new content the program
+    reads, HOME is the run's own, empty. With reuse_input the scratch is
+    one a run of the same combo used before: its input stays, and the
+    rest is emptied, the last run's snapshots too (a run whose content
+    changes every time, a database's random pages, piled them up)."""
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
-    snaps = os.path.join(scratch, "snaps")
+    snaps = os.path.join(scratch, SNAPS)
     inp = os.path.join(scratch, INPUT, NEW)
     if reuse_input:
-        for name in ("trace.jsonl", "shared"):
+        for name in ("trace.jsonl", "shared", NOTE):
             try:
                 os.unlink(os.path.join(scratch, name))
             except FileNotFoundError:
                 pass
-        clear_dir(work)
+        for d in (work, snaps, os.path.join(scratch, HOME)):
+            _emptied(d)
+        os.mkdir(os.path.join(work, TMP))
         # a program may have changed or moved its input (mv new target)
         try:
             st = os.stat(inp)
@@ -283,8 +308,8 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
             _write_input(inp, new)
     else:
         os.makedirs(work, exist_ok=True)    # fullfs may have mounted it
-        os.mkdir(os.path.join(scratch, INPUT))
-        os.mkdir(snaps)
+        for d in (INPUT, SNAPS, HOME, os.path.join(WORK, TMP)):
+            os.mkdir(os.path.join(scratch, d))
         _write_input(inp, new)
     if old is not None:
         with open(os.path.join(work, target), "wb") as fh:
@@ -319,6 +344,19 @@ def _empty_scratch(scratch):
         clear_dir(work)
 
 
+def _emptied(path):
+    """PATH as an empty directory of ours: emptied, or made again where a
+    run removed it or left something else in its place (a link is
+    removed, never followed)."""
+    if os.path.islink(path) or (os.path.exists(path)
+                                and not os.path.isdir(path)):
+        os.unlink(path)
+    try:
+        clear_dir(path)
+    except FileNotFoundError:
+        os.mkdir(path)
+
+
 def clear_dir(path, keep=None):
     """Empty a directory (but for the entry named KEEP): a run leaves a
     few files there, which costs less to remove one by one than the tree
@@ -339,21 +377,32 @@ def argv_of(combo):
                            new=f"../{INPUT}/{NEW}", strategy=combo.strategy)
 
 
+class ScratchFull(Exception):
+    """crashcheck's own scratch ran out of room (ENOSPC, EDQUOT) for what
+    the harness writes there: the case cannot run, and that is the
+    harness's failure, never the program's."""
+
+
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
-                server=None, trace_from=None, trace_full=None):
+                server=None, trace_from=None, trace_full=None, settings=None):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
     run from (runner.ServerUnavailable when it cannot). trace_from: a
     lite run, whose trace starts at that seq and takes no snapshots
     (Judge.lite_from). trace_full: a thin run, whose writes outside those
-    seqs (lo, hi) may be recorded thin (Judge.thin_window)."""
+    seqs (lo, hi) may be recorded thin (Judge.thin_window). settings:
+    the sweep's, for the scratch limit and HOME. ScratchFull when the
+    scratch has no room for the run's files."""
     old, new = contents(combo)
     argv = argv_of(combo)
     scratch = Path(scratch)
     sdir = os.fspath(scratch)
     work = os.path.join(sdir, WORK)
     tr = os.path.join(sdir, "trace.jsonl")
+    extra = {"TMPDIR": os.path.join(work, TMP)}
+    if settings is not None and settings.home:
+        extra["HOME"] = os.path.join(sdir, HOME)
     # issue 6: a spec with disk = "full" runs with WORK on a real, nearly
     # full tmpfs (harness/engine/fullfs.py); where none can be mounted (not
     # root), the run is recorded as exit 77 with the reason: a skip.
@@ -361,7 +410,9 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
         with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
             try:
                 prepare(sdir, old, new, target_name(combo.spec), reuse_input)
-            except OSError:
+            except OSError as e:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise ScratchFull(_full_text(sdir, e)) from None
                 if not reuse_input:
                     raise
                 # the last run left something that would not go: start over
@@ -373,14 +424,135 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
             else:
                 how = server.run
             run = how(cwd=work, plan=plan, trace=tr, watch=work,
-                      snapdir=os.path.join(sdir, "snaps")
+                      snapdir=os.path.join(sdir, SNAPS)
                       if record and trace_from is None else None,
                       shared=os.path.join(sdir, "shared"), timeout=timeout,
-                      trace_from=trace_from, trace_full=trace_full)
+                      trace_from=trace_from, trace_full=trace_full,
+                      limit=settings.scratch_limit if settings else None,
+                      note=os.path.join(sdir, NOTE), extra=extra)
     except fullfs.Unavailable as e:
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
+    reclaim(work)
     return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
                    trace_from=trace_from, trace_full=trace_full)
+
+
+def reclaim(path):
+    """Give the harness back what a run took from it under PATH: a
+    program may make its directory or its files unreadable (chmod 000),
+    and a user who is not root could then neither judge nor remove them.
+    Every directory regains its owner's rwx, every file its owner's read
+    (modes are not what a case judges). Root reads them anyway."""
+    if os.geteuid() == 0:
+        return
+    todo = [path]
+    while todo:
+        d = todo.pop()
+        try:
+            mode = os.lstat(d).st_mode
+            if mode & 0o700 != 0o700:
+                os.chmod(d, mode | 0o700)
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    todo.append(e.path)
+                elif e.is_file(follow_symlinks=False):
+                    mode = e.stat(follow_symlinks=False).st_mode
+                    if not mode & 0o400:
+                        os.chmod(e.path, mode | 0o400)
+            except OSError:
+                pass
+
+
+def _full_text(path, e):
+    """The finding of a scratch with no room left at PATH."""
+    try:
+        left = f", {size_text(runner.free_bytes(path))} left"
+    except OSError:
+        left = ""
+    return (f"crashcheck's scratch is full: {e.strerror} under "
+            f"'{runner.scratch_base()}'{left} (free space there, or give "
+            f"--scratch DIR on a larger file system)")
+
+
+def size_text(n):
+    """A size in words: '512 bytes', '3.0 MiB', '1.5 GiB'."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def scratch_trouble(out, combo):
+    """Why the run OUT says nothing of its program because of
+    crashcheck's own scratch (the library's note, CRASHCHECK_NOTE): its
+    snapshots passed the scratch limit, the scratch was full under them,
+    or a call of the program got ENOSPC from the full scratch (but on a
+    spec whose disk is full on purpose); "" when none."""
+    try:
+        with open(out.scratch / NOTE, "rb") as fh:
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return ""
+    full_disk = getattr(combo.spec, "disk", "normal") == "full"
+    base = runner.scratch_base()
+    if not lines:
+        # the library began a note and could not write it: no room
+        return _full_text(out.scratch, OSError(errno.ENOSPC, "no room for "
+                                               "the library's note"))
+    for line in lines:
+        kind, _, rest = line.partition(" ")
+        if kind == "limit-file":
+            limit, size, path = (rest.split(" ", 2) + ["", ""])[:3]
+            name = _shown(path, out)
+            return (f"crashcheck's scratch limit: '{name}' is "
+                    f"{size_text(int(size or 0))}, more than the "
+                    f"{size_text(int(limit or 0))} a run may take "
+                    "(--scratch-limit)")
+        if kind == "limit-stored":
+            return (f"crashcheck's scratch limit: the run's snapshots passed "
+                    f"{size_text(int(rest or 0))} (--scratch-limit)")
+        if kind == "full":
+            err, what, path = (rest.split(" ", 2) + ["", ""])[:3]
+            return _full_text(out.scratch, OSError(
+                errno.ENOSPC, f"{err} on {what} of a snapshot"))
+        if kind == "program-full" and not full_disk:
+            err, call, path = (rest.split(" ", 2) + ["", ""])[:3]
+            return (f"crashcheck's scratch is full: the program's {call} of "
+                    f"'{_shown(path, out)}' failed with {err}, which no "
+                    f"fault planned (free space on '{base}', or give "
+                    "--scratch DIR on a larger file system)")
+    return ""
+
+
+def _shown(path, out):
+    """PATH as the program names it from its work directory, where it is
+    in it."""
+    rel = coords.relative(path, str(out.workdir))
+    return rel if rel is not None else path
+
+
+ESCAPE_WHY = (
+    "Each case runs in a scratch directory of its own, so that what one run "
+    "leaves cannot decide another's verdict. The recorded run left a "
+    "symbolic link there to a file outside it: every case would write "
+    "through it to that one file, the state a case is judged on would "
+    "hold what other cases wrote, and crash states could not hold it at "
+    "all. Nothing is judged, and this is never a pass: point the program "
+    "at a file inside its directory (its target, {target}), or give the "
+    "file outside as its content (--old).")
+
+SCRATCH_WHY = (
+    "crashcheck could not record this run within its scratch: the space "
+    "it had left, or the limit it sets itself (--scratch-limit, by default "
+    "a share of the free space), was too small for the program's files and "
+    "the snapshots of them. The run was stopped and says nothing about the "
+    "program: this is the harness's failure, never a pass. Give it more "
+    "room (--scratch-limit SIZE, --scratch DIR on a larger file system).")
 
 
 def targeted_calls(records, watch, all_calls=False):
@@ -419,22 +591,24 @@ def enumerate_cases(specs, settings, log=print):
     runner.SetupError, naming the spec, where a baseline's program cannot
     start."""
     link = settings.work_link
-    remove_work(link)
-    if settings.keep:
-        link.mkdir(parents=True)
-    else:
-        # The baselines run and stay in scratch (tmpfs): in the results
-        # directory, on a disk, they cost real fsyncs and a slow removal
-        # (a 143-combo sweep's fixed part: 1.8 s -> 0.75 s). .work is a
-        # link to it, so every process finds it where it always was;
-        # with --keep it stays a directory in the results.
-        link.parent.mkdir(parents=True, exist_ok=True)
-        scratch = runner.make_scratch(WORK_PREFIX)
-        # removed by the watchdog should this process be killed outright
-        contain.session().remove_later(scratch)
-        os.symlink(scratch, link)
-    work = settings.work
+    remove_work(link, refuse=True)
     all_combos = list(combos(specs))
+    check_room(room_needed(specs, settings.jobs),
+               f"its {len(all_combos)} baselines and {settings.jobs} cases "
+               "at a time")
+    # The baselines run and stay in scratch (tmpfs), with --keep too (its
+    # runs must be the others', on the same file system: a program's
+    # rename from its TMPDIR must not turn EXDEV): in the results
+    # directory, on a disk, they cost real fsyncs and a slow removal (a
+    # 143-combo sweep's fixed part: 1.8 s -> 0.75 s). .work is a link to
+    # it, so every process finds it where it always was; with --keep it is
+    # copied there at the end (keep_work).
+    link.parent.mkdir(parents=True, exist_ok=True)
+    scratch = runner.make_scratch(WORK_PREFIX)
+    # removed by the watchdog should this process be killed outright
+    contain.session().remove_later(scratch)
+    os.symlink(scratch, link)
+    work = settings.work
     log(f"crashcheck: recording {len(all_combos)} baseline runs "
         f"({settings.jobs} jobs)")
 
@@ -443,18 +617,31 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
-            out = execute_run(combo, "", scratch, timeout_of(combo, settings))
+            out = execute_run(combo, "", scratch, timeout_of(combo, settings),
+                              settings=settings)
+            if scratch_trouble(out, combo):
+                # stopped for the scratch: its files and snapshots say
+                # nothing, and may fill what the harness still writes
+                for d in (out.workdir, out.snapdir):
+                    shutil.rmtree(d, ignore_errors=True)
+            save_run(out)
+            cases = cases_of(combo, out, settings,
+                             again=record_again(combo, out, settings))
+            if not any(c.error or c.skip for c in cases):
+                save_unseen(out)
+            return cases
         except runner.SetupError as e:
             # a program that cannot start (not found, not executable): the
             # user's to mend, said in one line; a value, so that it
             # crosses the pool as it is
             return runner.SetupError(f"{combo.spec.name}: {e}")
-        save_run(out)
-        cases = cases_of(combo, out, settings,
-                         again=record_again(combo, out, settings))
-        if not any(c.error or c.skip for c in cases):
-            save_unseen(out)
-        return cases
+        except ScratchFull as e:
+            return runner.SetupError(f"{combo.spec.name}: {e}")
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            return runner.SetupError(f"{combo.spec.name}: "
+                                     f"{_full_text(scratch, e)}")
 
     # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
@@ -490,7 +677,90 @@ def enumerate_cases(specs, settings, log=print):
     finally:
         if workers is not None:
             pool.stop(workers, finished)
+    # What the baselines took says what the cases will: each pool process
+    # lays out one case at a time, as large as the largest baseline's
+    used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
+    check_room(settings.jobs * 2 * used + (1 << 20),
+               f"{settings.jobs} cases at a time, as large as its largest "
+               f"baseline ({size_text(used)})")
     return cases, {c.prefix: c for c in all_combos}
+
+
+def disk_usage(path):
+    """Bytes the files under PATH take on their file system."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def room_needed(specs, jobs):
+    """Bytes of scratch a sweep of SPECS with JOBS processes needs, as
+    far as can be told before it runs: each combo's baseline keeps its
+    old and new contents and snapshots of them (four times both), and
+    each process lays out a case as large."""
+    sizes = []
+    for c in combos(specs):
+        own = getattr(c.spec, "contents", None)
+        if own is not None:
+            old, new = contents(c)
+            n = len(new) + (len(old) if old is not None else 0)
+        else:
+            n = c.size + (old_size(c.size) if c.spec.old != "absent" else 0)
+        sizes.append(4 * n + (64 << 10))
+    return sum(sizes) + jobs * max(sizes, default=0)
+
+
+def check_room(need, what):
+    """runner.SetupError, one line, where the scratch has less than NEED
+    bytes free for WHAT."""
+    base = runner.scratch_base()
+    try:
+        free = runner.free_bytes(base)
+    except OSError as e:
+        raise runner.SetupError(f"scratch '{base}': {e.strerror}") from None
+    if free < need:
+        raise runner.SetupError(
+            f"scratch '{base}' has {size_text(free)} free; this sweep needs "
+            f"about {size_text(need)} ({what}): free some, or give --scratch "
+            "DIR on a larger file system")
+
+
+def default_limit(jobs):
+    """The scratch limit of a run when --scratch-limit is not given: a
+    share of what the scratch has free, between the JOBS processes and
+    the baselines, and a smaller one of the memory the harness reads a
+    run's files into (a file is replayed whole, several crash states of
+    it at a time: a 1 GiB file took 6 GiB); at least 16 MiB."""
+    try:
+        free = runner.free_bytes(runner.scratch_base())
+    except OSError:
+        free = 1 << 30
+    try:
+        with open("/proc/meminfo") as fh:
+            mem = next(int(line.split()[1]) << 10 for line in fh
+                       if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mem = free
+    return max(16 << 20, min(free // (4 * (jobs + 1)),
+                             mem // (16 * (jobs + 1))))
+
+
+def parse_size(text):
+    """'512M', '2G', '1048576', '64KiB' -> bytes; ValueError naming the
+    problem."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text or "", re.I)
+    if not m:
+        raise ValueError(f"'{text}' is not a size (a number of bytes, or "
+                         "with K, M, G or T)")
+    n = int(m[1]) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m[2].lower()]
+    if n < 1 << 20:
+        raise ValueError(f"'{text}' is less than 1 MiB")
+    return n
 
 
 WORK_PREFIX = "crashcheck-work-"
@@ -507,7 +777,8 @@ def record_again(combo, out, settings):
     aimed at a call by its number would hit another. One more run, and a
     third where names change (mkstemp's): two random names may share a
     character at their start or end by chance, three seldom do."""
-    if out.run.skipped or nothing_intercepted(combo, out):
+    if out.run.skipped or scratch_trouble(out, combo) or escapes(out) or \
+            nothing_intercepted(combo, out):
         return [], {}
 
     def one_more(k):
@@ -515,16 +786,24 @@ def record_again(combo, out, settings):
         scratch.mkdir()
         try:
             again = execute_run(combo, "", scratch,
-                                timeout_of(combo, settings), record=False)
+                                timeout_of(combo, settings), record=False,
+                                settings=settings)
+            trouble = scratch_trouble(again, combo)
+            if trouble:
+                raise ScratchFull(trouble)
             return again.records, str(again.workdir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     first = (out.records, str(out.workdir))
-    others = [one_more(1)]
-    globs = coords.align([first] + others)
-    if globs:
-        others.append(one_more(2))
+    try:
+        others = [one_more(1)]
         globs = coords.align([first] + others)
+        if globs:
+            others.append(one_more(2))
+            globs = coords.align([first] + others)
+    except ScratchFull:
+        # the scratch, not the program: the baseline is judged as it is
+        return [], {}
     return others, globs
 
 
@@ -546,9 +825,12 @@ def failure_line(error):
     return lines[-1] if lines else "unknown error"
 
 
-def remove_work(work):
-    """Remove a sweep's work directory: the directory, or the link and
-    the scratch directory it points to (one of ours, by its name)."""
+def remove_work(work, refuse=False):
+    """Remove a sweep's work directory: the link and the scratch directory
+    it points to (one of ours, by its name), or a directory a --keep run
+    left (ours: it holds CASES_FILE). Anything else there stays:
+    crashcheck never removes what it did not make; with REFUSE it is a
+    runner.SetupError."""
     work = Path(work)
     if work.is_symlink():
         target = Path(os.readlink(work))
@@ -556,8 +838,33 @@ def remove_work(work):
                 target.parent == runner.scratch_base():
             shutil.rmtree(target, ignore_errors=True)
         work.unlink()
-    elif work.exists():
+    elif work.is_dir() and (work / CASES_FILE).is_file():
         shutil.rmtree(work, ignore_errors=True)
+    elif os.path.lexists(work) and refuse:
+        raise runner.SetupError(
+            f"--out: '{work}' is not crashcheck's work directory (a file or "
+            "directory of yours?): move it away")
+
+
+# the case list a sweep writes into its work directory (plugin.py)
+CASES_FILE = "cases.json"
+
+
+def keep_work(work):
+    """--keep: the work directory, which ran in scratch like every run's,
+    copied into the results as a plain directory, and the scratch removed."""
+    work = Path(work)
+    if not work.is_symlink():
+        return
+    target = Path(os.readlink(work))
+    aside = work.with_name(work.name + ".kept")
+    shutil.rmtree(aside, ignore_errors=True)
+    shutil.copytree(target, aside, symlinks=True)
+    work.unlink()
+    aside.rename(work)
+    if target.name.startswith(WORK_PREFIX) and \
+            target.parent == runner.scratch_base():
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def timeout_of(combo, settings):
@@ -577,7 +884,8 @@ def cases_of(combo, out, settings, again=None):
         reason = skip_reason(run)
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                      skip=reason)]
-    blind = nothing_intercepted(combo, out)
+    blind = scratch_trouble(out, combo) or escapes(out) or \
+        nothing_intercepted(combo, out)
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
@@ -687,6 +995,37 @@ def unstable_text(moving, most=4):
             f"call{'s' if len(moving) != 1 else ''} on the work directory "
             f"otherwise ({shown}{more}); no case is aimed at "
             f"{'them' if len(moving) != 1 else 'it'}")
+
+
+def escapes(out):
+    """Why the baseline OUT left a way out of its scratch: a symbolic
+    link in its work directory (the target, most likely) to a file or
+    directory outside, which every run would then write through, each
+    case's runs on the same file out there, so that one case's writes
+    land in another's state and the verdicts vary from run to run; ""
+    when none. Such a sweep is refused, not judged."""
+    scratch = os.path.realpath(out.scratch)
+    todo = [os.fspath(out.workdir)]
+    while todo:
+        d = todo.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_symlink():
+                real = os.path.realpath(e.path)
+                if real != scratch and not real.startswith(scratch + "/"):
+                    name = _shown(e.path, out)
+                    return (f"escapes the scratch: '{name}' is a symbolic "
+                            f"link to '{os.readlink(e.path)}', outside "
+                            "crashcheck's scratch: every run would write "
+                            "through it to the same file there, and no "
+                            "case could be judged on its own")
+            elif e.is_dir(follow_symlinks=False):
+                todo.append(e.path)
+    return ""
 
 
 # What a trace must show on the work directory for the sweep to see the
@@ -1103,6 +1442,9 @@ class Judge:
             return self._execute(case)
         except CheckerFailed as e:
             return self.failed(case, e.reason, e.detail())
+        except ScratchFull as e:
+            return self.result(case, self.combos[case.combo], oracle.Verdict(
+                "harness-error", str(e), SCRATCH_WHY), None, states=0)
 
     def failed(self, case, reason, detail=""):
         """The result of a case that could not be judged: harness-error,
@@ -1132,6 +1474,9 @@ class Judge:
         if case.error:
             out = load_run(self.work / combo.prefix)
             verdict = oracle.Verdict("harness-error", case.error, (
+                SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
+                else ESCAPE_WHY if case.error.startswith("escapes the scratch")
+                else
                 "The baseline run's trace shows nothing the program did to "
                 "its files, so no fault could reach it and no power cut "
                 "could be simulated: this says nothing about the program and "
@@ -1180,17 +1525,22 @@ class Judge:
         try:
             start = self.lite_from(case, combo)
             full = self.thin_window(case, combo) if start is None else None
-            out = self.run_case(case, combo, scratch, reuse, start, full)
-            self.last_out = out
-            res = self.judge_run(case, combo, out, base, keep=True)
-            if start is not None or full is not None:
-                self.lite_count(case, combo, res is not None)
-            if res is None:
-                # the lite or thin run cannot stand for a whole one: once
-                # more, every call recorded
-                out = self.run_case(case, combo, scratch, True, None, None)
+            try:
+                out = self.run_case(case, combo, scratch, reuse, start, full)
                 self.last_out = out
-                res = self.judge_run(case, combo, out, base, keep=True)
+                res = self.judge_recorded(case, combo, out, base)
+                if start is not None or full is not None:
+                    self.lite_count(case, combo, res is not None)
+                if res is None:
+                    # the lite or thin run cannot stand for a whole one:
+                    # once more, every call recorded
+                    out = self.run_case(case, combo, scratch, True, None, None)
+                    self.last_out = out
+                    res = self.judge_recorded(case, combo, out, base)
+            except ScratchFull as e:
+                # its scratch goes (ok stays False): room for the next
+                return self.result(case, combo, oracle.Verdict(
+                    "harness-error", str(e), SCRATCH_WHY), None, states=0)
             ok = True
             return res
         finally:
@@ -1202,6 +1552,17 @@ class Judge:
                     self._scratch = self._scratch_combo = None
                     self.close_server()     # it started in what is gone
 
+    def judge_recorded(self, case, combo, out, base):
+        """judge_run, but a run the library stopped for crashcheck's own
+        scratch (scratch_trouble) is the harness's harness-error, and a
+        file past the scratch limit is never read (ScratchFull)."""
+        trouble = scratch_trouble(out, combo)
+        if trouble:
+            return self.result(case, combo, oracle.Verdict(
+                "harness-error", trouble, SCRATCH_WHY), out, states=0,
+                keep=True)
+        return self.judge_run(case, combo, out, base, keep=True)
+
     def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
@@ -1210,7 +1571,8 @@ class Judge:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
                                reuse_input=reuse, server=server,
-                               trace_from=trace_from, trace_full=trace_full)
+                               trace_from=trace_from, trace_full=trace_full,
+                               settings=self.settings)
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
@@ -1218,7 +1580,7 @@ class Judge:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
                                reuse_input=True, trace_from=trace_from,
-                               trace_full=trace_full)
+                               trace_full=trace_full, settings=self.settings)
 
     def lite_from(self, case, combo):
         """The seq a lite run of CASE starts its trace at, or None for a
@@ -1375,7 +1737,18 @@ class Judge:
 
     def visible(self, combo, out):
         path = out.workdir / target_name(combo.spec)
-        target = path.read_bytes() if path.is_file() else None
+        target = None
+        if path.is_file():
+            # a run without snapshots (lite) is not held to the limit by
+            # the library: the harness reads no file past it either
+            size = path.stat().st_size
+            limit = self.settings.scratch_limit
+            if limit is not None and size > limit:
+                raise ScratchFull(
+                    f"crashcheck's scratch limit: '{path.name}' is "
+                    f"{size_text(size)}, more than the {size_text(limit)} a "
+                    "run may take (--scratch-limit)")
+            target = path.read_bytes()
         vis = {"target": target}
         if combo.spec.contract == "check":
             vis["check"] = self.check(combo, out.workdir, "new"
@@ -1578,13 +1951,18 @@ class Judge:
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
-        if out is not None and keep and (finding or self.settings.keep):
+        if out is not None and (finding or self.settings.keep):
+            # a power-loss or baseline finding too: the crash state that
+            # decided it, laid out, is what a person wants to look at
+            crash = next((st for st in self.last_states
+                          if verdict.state and st.label == verdict.state), None)
             try:
                 res["dir"] = save_case_dir(
                     self.settings.out, res, out,
                     [fmt(r) for r in trace.steps(out.records)],
-                    combo)
-            except (OSError, shutil.Error, trace.TraceError) as e:
+                    combo, crash=crash)
+            except (OSError, shutil.Error, trace.TraceError,
+                    explorer.ExplorerError) as e:
                 # the verdict stands; where to look is gone
                 res["dir_error"] = f"its directory could not be saved: {e}"
         return res
@@ -1817,9 +2195,13 @@ def safe_name(case_id):
     return case_id.replace("/", "_")
 
 
-def save_case_dir(outdir, res, out, excerpt, combo):
-    """results/cases/<id>/: the full trace, stderr, the final state and its
-    difference from old and new, for a person to read."""
+def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
+    """results/cases/<id>/: the full trace, stderr, the state and its
+    difference from old and new, for a person to read, with a README.txt
+    that says what the state is. The state is the crash state CRASH that
+    decided the verdict when there is one (a power-loss finding, a run
+    judged after its exit), laid out (the directory the run left is then
+    `left/`), else the directory the run left."""
     d = outdir / "cases" / safe_name(res["id"])
     if d.exists():
         # an earlier run's, if crashcheck's (commands/outdir.py); a
@@ -1836,25 +2218,64 @@ def save_case_dir(outdir, res, out, excerpt, combo):
         head = ["(a thin run that timed out: a write marked [thin] was "
                 "recorded with no offset and no snapshot; its reproduce "
                 "command with --keep records every call in full)"]
-    (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n")
+    # a file name that is not UTF-8 as its bytes, as a terminal shows it
+    (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n",
+                                 errors="surrogateescape")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
         # as the library meant it (trace.clean)
         (d / "trace.jsonl").write_bytes(trace.read(tr))
-    (d / "stderr.txt").write_text(res["stderr"])
-    state = d / "state"
-    shutil.copytree(out.workdir, state, symlinks=True)
+    (d / "stderr.txt").write_text(res["stderr"], errors="surrogateescape")
     old, new = contents(combo)
-    target = out.workdir / target_name(combo.spec)
-    got = target.read_bytes() if target.is_file() else None
+    name = target_name(combo.spec)
+    if crash is not None:
+        explorer.layout(crash, d / "state")
+        if res["kind"] != "powerloss" and out.workdir.is_dir():
+            shutil.copytree(out.workdir, d / "left", symlinks=True)
+        got = crash.target
+    elif out.workdir.is_dir():
+        shutil.copytree(out.workdir, d / "state", symlinks=True)
+        target = out.workdir / name
+        got = target.read_bytes() if target.is_file() else None
+    else:
+        # a run stopped for the scratch: its files went, to make room
+        (d / "state").mkdir()
+        got = None
     (d / "diff.txt").write_text(
         f"target against new: {payload.describe(got, old, new)}\n")
+    (d / "README.txt").write_text(state_readme(res, crash, got, old, new),
+                                  errors="surrogateescape")
     with open(d / "result.json", "w") as fh:
-        json.dump(res, fh, indent=1, sort_keys=True)
+        json.dump(res, fh, indent=1, sort_keys=True)    # ASCII: \udcXX
     try:
         return str(d.relative_to(outdir.parent)) + "/"
     except ValueError:
         return str(d) + "/"
+
+
+def state_readme(res, crash, got, old, new):
+    """The README.txt of a case's directory (and of `crashcheck replay`'s):
+    the case, its verdict, what its state/ is, and for a crash state what
+    persisted and the rule it breaks."""
+    lines = [f"case:        {res['id']}",
+             f"verdict:     {res['verdict']}"]
+    if res.get("finding"):
+        lines.append(f"finding:     {res['finding']}")
+    if crash is not None:
+        lines += [f"state:       crash state {crash.label} "
+                  f"({res.get('model') or 'posix'} model): what the disk may "
+                  "hold after a power cut there",
+                  f"persisted:   {crash.why}",
+                  f"rule:        {crash.rule or '-'}"]
+        if res["kind"] != "powerloss":
+            lines.append("left:        the directory the run left behind")
+    else:
+        lines.append("state:       the directory the run left behind")
+    lines.append(f"target:      {payload.describe(got, old, new)}")
+    if res.get("explanation"):
+        lines += ["", res["explanation"]]
+    lines += ["", f"reproduce:   {res['reproduce']}"]
+    return "\n".join(lines) + "\n"
 
 
 def uncaught(specs, results):

@@ -616,8 +616,9 @@ def _parse_checked(data, name):
             raise TraceError(f"{name}:{lineno}: not JSON: nested too "
                              "deeply") from None
         if _SURROGATE.search(line) and not _encodable(rec):
-            # The library writes bytes that are not UTF-8 as \u00XX, never
-            # as surrogates; a lone one cannot be a file name, nor printed.
+            # The library writes a byte that is not UTF-8 as \udcXX, as
+            # os.fsdecode does (surrogateescape); any other lone surrogate
+            # cannot be a file name.
             raise TraceError(f"{name}:{lineno}: a string holds a lone "
                              "UTF-16 surrogate")
         _validate(rec, name, lineno)
@@ -636,8 +637,10 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _encodable(rec):
+    """Every string of REC is text, or a file name's bytes as
+    os.fsdecode gives them (a byte that is not UTF-8 as a low surrogate)."""
     try:
-        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+        json.dumps(rec, ensure_ascii=False).encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         return False
     return True

@@ -273,7 +273,7 @@ def describe(workload, verdict, cause, rec, base=None, location=None):
             else cause.change[0]
         site = f"{kind} {file}"
     key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
-                         .encode()).hexdigest()[:12]
+                         .encode("utf-8", "surrogateescape")).hexdigest()[:12]
     entry = {"key": key, "rule": cause.rule, "call": call, "file": file,
              "site": site}
     return entry, location

@@ -406,7 +406,9 @@ def _write_atomic(path, data):
     the old one or the complete new one (we preach it, we do it)."""
     path = Path(path)
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        # a file name that is not UTF-8 (os.fsdecode's \udcXX) is shown
+        # as that escape: in JSON it reads back as the same name
+        data = data.encode("utf-8", "backslashreplace")
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
@@ -909,7 +911,8 @@ def defect_key(case):
         return cause["key"]
     text = "\0".join((case["workload"], case["verdict"],
                       str(case.get("finding") or "")))
-    return "f" + hashlib.sha256(text.encode()).hexdigest()[:11]
+    data = text.encode("utf-8", "surrogateescape")    # a file name's bytes
+    return "f" + hashlib.sha256(data).hexdigest()[:11]
 
 
 def defect_title(case):

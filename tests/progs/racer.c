@@ -5,13 +5,15 @@
  * Method: usage `racer TARGET`. Sixteen 100-byte blocks, block b filled
  * with the letter 'a' + b, are written with pwrite at b * 100 into
  * TARGET.tmp by two threads (even blocks by one, odd by the other), in an
- * order shuffled with getrandom(2); then the main thread fsyncs and closes
+ * order shuffled with getrandom(2) (a write interrupted is made again, a
+ * short one finished); then the main thread fsyncs and closes
  * the file and renames it over TARGET (no fsync of the directory). Every
  * run leaves the same 1600 bytes; its calls come in another order each
  * time, which is what crashcheck must notice rather than aim a case at a
  * call that another run makes elsewhere.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,9 +43,17 @@ static void *writer(void *arg)
 		if (turn >= BLOCKS)
 			break;
 		memset(buf, 'a' + order[turn], sizeof(buf));
-		if (pwrite(fd, buf, sizeof(buf), (off_t)order[turn] * BLOCK) != BLOCK) {
-			perror("racer: pwrite");
-			exit(1);
+		for (size_t done = 0; done < sizeof(buf);) {
+			ssize_t n = pwrite(fd, buf + done, sizeof(buf) - done,
+					   (off_t)order[turn] * BLOCK + done);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				perror("racer: pwrite");
+				exit(1);
+			}
+			done += n;
 		}
 		turn++;
 		pthread_cond_broadcast(&cv);
