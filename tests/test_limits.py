@@ -378,7 +378,7 @@ def test_a_scratch_too_small_is_one_line(progs, tmp_path, small_tmpfs):
 
 @pytest.mark.parametrize("value, problem", [
     ("/nonexistent/dir", "--scratch: '/nonexistent/dir' is not a directory"),
-    ("", "--scratch: empty directory name"),
+    ("", "--scratch: empty path"),
 ])
 def test_a_bad_scratch_is_one_line(progs, tmp_path, value, problem):
     proc = crashcheck("audit", "--scratch", value, "--", progs / "tmpwriter",
@@ -655,10 +655,16 @@ def test_bad_inputs_are_one_line(progs, tmp_path):
     assert one_line(crashcheck("trace", "-o", "/dev/full", "--", "cp", "a",
                                "b", cwd=tmp_path)) == \
         "crashcheck: cannot write listing '/dev/full': No space left on device"
-    # --out "" (it was the default results directory, or a traceback)
+    # --out "" (it was the default results directory, or a traceback),
+    # and the other paths
+    for opt in ("--results", "--trace", "-o"):
+        cmd = {"--results": ["replay", "--results", "", "x"],
+               "--trace": ["inject", "--trace", "", "fsync#1=EIO", "--", "true"],
+               "-o": ["trace", "-o", "", "--", "true"]}[opt]
+        assert one_line(crashcheck(*cmd)).endswith(": empty path")
     assert one_line(crashcheck("audit", "--out", "", "--", progs / "tmpwriter",
                                "{target}", "{new}")) == \
-        "crashcheck: --out: empty file name"
+        "crashcheck: --out: empty path"
     # a spec that is a directory, or /dev/zero (read for ever)
     assert one_line(crashcheck("run", tmp_path)) == \
         f"crashcheck: spec '{tmp_path}' is a directory"

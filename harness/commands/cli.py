@@ -385,10 +385,10 @@ def dispatch(argv):
         raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)} "
                          f"(see '{PROG} {name} --help')")
     args.program = program
-    for dest, opt in (("out", "--out"), ("results", "--results"),
-                      ("trace", "--trace"), ("output", "--output")):
+    for dest, opt in (("results", "--results"), ("trace", "--trace"),
+                      ("output", "--output")):
         if getattr(args, dest, None) == "":
-            raise UsageError(f"{opt}: empty file name")
+            raise UsageError(f"{opt}: empty path")
     return args.run(args)
 
 

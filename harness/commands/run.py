@@ -157,7 +157,7 @@ def _shard(text):
 def scratch_dir(text):
     """--scratch DIR: an existing directory we may write in, resolved."""
     if not text:
-        raise UsageError("--scratch: empty directory name")
+        raise UsageError("--scratch: empty path")
     path = Path(text)
     if not path.is_dir():
         raise UsageError(f"--scratch: '{text}' is not a directory")
