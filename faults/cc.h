@@ -68,9 +68,19 @@ struct cc_state {
 	const char *note;	/* CRASHCHECK_NOTE: where to say why the run was stopped */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
+	const char *backend;	/* the init record's "backend": "syscall" in the
+				 * supervisor's trace, NULL (none) in the preload's */
 };
 
 extern struct cc_state cc;
+
+/*
+ * Read the CRASHCHECK_* settings into cc (env.c); a bad one is one line
+ * and exit 2. SHARED: map CRASHCHECK_SHARED for the counters, so that a
+ * process tree counts in one sequence (the preload); else they stay in
+ * this process's memory (the supervisor, which sees every process).
+ */
+void cc_env_read(bool shared);
 
 /* CRASHCHECK_SERVE set: serve runs (serve.c); returns only in a run's process */
 void cc_serve(void);
@@ -128,6 +138,12 @@ struct cc_rec {
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
 	const void *at;		/* the wrapper's return address: where the program made the call */
 };
+
+/* R describes a call to CALL (enum call_id), nothing known of it yet */
+void cc_rec_init(struct cc_rec *r, int call);
+/* after the plan decided: whether the write R describes is recorded thin
+ * (CRASHCHECK_TRACE_FULL), which sets r->thin */
+bool cc_thin_write(struct cc_rec *r);
 
 /* raw system calls: the library's own I/O is never intercepted or counted */
 long cc_sys_open(const char *path, int flags, int mode);
@@ -196,7 +212,13 @@ void cc_note_failure(const struct cc_rec *r, int err);
 bool cc_under_watch(const char *path);
 
 /* the trace */
+/* the init record of this process (the preload, at its start) */
 void cc_trace_init(void);
+/* the init record of the program PID, child of PPID, running EXE */
+void cc_trace_start(pid_t pid, pid_t ppid, const char *exe);
+/* the process the next lines are of: the preload's is its own, the
+ * supervisor's the tracee whose call it records */
+void cc_trace_pid(pid_t pid);
 void cc_trace_call(struct cc_rec *r);
 void cc_trace_crash(const struct cc_rec *r, const char *when);
 

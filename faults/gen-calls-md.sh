@@ -12,10 +12,15 @@ Generated from `faults/calls.def` by `faults/gen-calls-md.sh`; do not edit.
 Faults: the fault classes the sweep applies to the call (crash-model.md);
 `errno` means any errno of the plan language may be planned by hand.
 Point: the libfiu point the errno faults go through (`crashcheck/...`
-points are ours, for calls libfiu does not wrap).
+points are ours, for calls libfiu does not wrap). Preload: the call is a
+C library function the preload wraps (with its 64-bit twin). System
+calls: those the syscall backend's supervisor traps and counts as the
+call (`mmap` only for a shared mapping of a file, `munmap` only where it
+unmaps one); a call with none is seen by the preload alone, and one with
+no preload function by the supervisor alone.
 
-| call | libfiu point | faults | class | 64-bit twin |
-| --- | --- | --- | --- | --- |
+| call | libfiu point | faults | class | preload | system calls |
+| --- | --- | --- | --- | --- | --- |
 HEAD
 
 awk '
@@ -28,6 +33,25 @@ awk '
 		alias[f[2]] = alias[f[2]] ", `" f[1] "`"
 	else
 		alias[f[2]] = "`" f[1] "`"
+	next
+}
+/^SYSCALL\(/ {
+	line = $0
+	sub(/^SYSCALL\([ \t]*/, "", line)
+	sub(/[ \t]*\).*$/, "", line)
+	n = split(line, f, /[ \t]*,[ \t]*/)
+	if (f[2] in sys)
+		sys[f[2]] = sys[f[2]] ", `" f[1] "`"
+	else
+		sys[f[2]] = "`" f[1] "`"
+	next
+}
+/^WRAP\(/ {
+	line = $0
+	sub(/^WRAP\([ \t]*/, "", line)
+	n = split(line, f, /[ \t]*,[ \t]*/)
+	if ($0 ~ /,[ \t]*none[ \t]*\)[ \t]*$/)
+		nowrap[f[1]] = 1
 	next
 }
 /^CALL\(/ {
@@ -49,8 +73,12 @@ awk '
 	names[++nr] = f[1]; points[nr] = f[2]; fl[nr] = faults; cl[nr] = cls
 }
 END {
-	for (i = 1; i <= nr; i++)
-		printf "| `%s` | `%s` | %s | %s | %s |\n", names[i], points[i], fl[i], cl[i], \
-			(names[i] in alias) ? alias[names[i]] : ""
+	for (i = 1; i <= nr; i++) {
+		pre = (names[i] in nowrap) ? "" : "`" names[i] "`"
+		if (pre != "" && (names[i] in alias))
+			pre = pre ", " alias[names[i]]
+		printf "| `%s` | `%s` | %s | %s | %s | %s |\n", names[i], points[i], fl[i], cl[i], \
+			pre, (names[i] in sys) ? sys[names[i]] : ""
+	}
 }
 ' "$def"

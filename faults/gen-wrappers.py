@@ -155,7 +155,7 @@ def main():
         if sym in seen:
             die(f"line {lineno}: WRAP {sym} twice")
         seen.add(sym)
-        if hooks == "manual":
+        if hooks in ("manual", "none"):
             continue
         params, va = params_of(ptext, sym)
         out.append(wrapper(sym, call, calls[call], ret_type, params, va,

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,12 +200,11 @@ static int parse_rule(struct plan *plan, size_t *used, const char *s,
 		return fail(err, errlen, s, len, "expected a call name");
 	}
 	call = call_lookup(tok, toklen);
+	/* a 64-bit twin (glibc's pwrite64, the kernel's pwrite64) counts
+	 * as its base, in plans as in traces */
+	if (call < 0)
+		call = call_alias_base(tok, toklen);
 	if (call < 0) {
-		int base = call_alias_base(tok, toklen);
-		if (base >= 0)
-			return fail(err, errlen, tok, toklen,
-				    "64-bit variant: plans count it as '%s'",
-				    call_table[base].name);
 		/* the name may run on into junk: show what follows it too */
 		while (p < end && *p != '(' && *p != '#')
 			p++;
@@ -388,6 +388,57 @@ int plan_parse(const char *text, struct plan *plan, char *err, size_t errlen)
 		p = semi + 1;
 	}
 	return 0;
+}
+
+/*
+ * A rule's glob matches the full path, its last component, or the path
+ * relative to ROOT ("." for ROOT itself): the sweep names a file as the
+ * program sees it from its work directory ("write(target.tmp)#3",
+ * "fsync(.)#1", "write(sub/x)#1"), so that its plans count the calls on
+ * that file alone, wherever the scratch directory is.
+ */
+static bool glob_match(const char *glob, const char *path, const char *root)
+{
+	const char *base = strrchr(path, '/'), *rel = NULL;
+	size_t len = root ? strlen(root) : 0;
+
+	if (len && !strncmp(path, root, len)) {
+		rel = path + len;
+		if (!*rel || !strcmp(rel, "/."))
+			/* the directory itself: as '.' or by its full path */
+			return !fnmatch(glob, ".", 0) || !fnmatch(glob, path, 0);
+		rel = *rel == '/' ? rel + 1 : NULL;
+	}
+	return !fnmatch(glob, path, 0) || (base && !fnmatch(glob, base + 1, 0)) ||
+	       (rel && !fnmatch(glob, rel, 0));
+}
+
+int plan_fire(const struct plan *plan, const struct plan_call *c,
+	      unsigned long (*count)(void *ctx, size_t rule, bool add), void *ctx)
+{
+	int fire = -1;
+
+	for (size_t i = 0; i < plan->nr; i++) {
+		const struct plan_rule *p = &plan->rules[i];
+		unsigned long k = c->n;
+
+		if (p->call != c->call)
+			continue;
+		if (p->glob) {
+			if (!c->path[0] || !glob_match(p->glob, c->path, c->root)) {
+				/* '++': once its Nth match came, every call */
+				if (p->everywhere && fire < 0 && !c->exempt &&
+				    count(ctx, i, false) >= p->n)
+					fire = (int)i;
+				continue;
+			}
+			/* every glob rule counts its own matches */
+			k = count(ctx, i, true);
+		}
+		if (fire < 0 && !c->exempt && (k == p->n || (p->persist && k > p->n)))
+			fire = (int)i;
+	}
+	return fire;
 }
 
 int plan_action_str(const struct plan_rule *r, char *buf, size_t size)

@@ -16,7 +16,8 @@
  * no rules. Which actions a call accepts comes from calls.def: EINTR needs
  * F_EINTR, short needs F_SHORT, crash and crash-after need F_CRASH, ENOSPC
  * needs F_ENOSPC or F_ERRNO, EIO needs F_EIO or F_ERRNO, any other errno
- * needs F_ERRNO.
+ * needs F_ERRNO. A 64-bit twin's name (ALIAS in calls.def: pwrite64,
+ * open64) names its base call: the rule's call is the base.
  */
 
 #include <stdbool.h>
@@ -97,6 +98,28 @@ struct plan {
  * shown as \xNN, long tokens cut with "..."). PLAN is unusable after -1.
  */
 int plan_parse(const char *text, struct plan *plan, char *err, size_t errlen);
+
+/* a call as the plan sees it */
+struct plan_call {
+	int call;		/* enum call_id */
+	unsigned long n;	/* the Nth call to CALL */
+	const char *path;	/* what it works on; "" = unknown */
+	const char *root;	/* the work directory globs may be relative to, or NULL */
+	bool exempt;		/* counted as any call, but no rule fires on it */
+};
+
+/*
+ * The rule of PLAN that fires on call C: the index of the first rule whose
+ * count it reaches (N itself, or '+' and past it), or -1. A rule with a
+ * glob counts only the calls whose path (whole, its last component, or
+ * relative to ROOT) matches it (fnmatch(3), no flags): COUNT(CTX, I, true)
+ * is called once for each glob rule I that matches, whichever fires, and
+ * returns that rule's new count; COUNT(CTX, I, false) returns it
+ * unchanged (a '++' rule fires on any path once its Nth match came). Both
+ * backends decide with this.
+ */
+int plan_fire(const struct plan *plan, const struct plan_call *c,
+	      unsigned long (*count)(void *ctx, size_t rule, bool add), void *ctx);
 
 /* the action's name as traces spell it: "EIO", "short:100", "crash" */
 int plan_action_str(const struct plan_rule *r, char *buf, size_t size);

@@ -35,7 +35,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -54,10 +53,6 @@
 #include <fiu-control.h>
 
 #include "cc.h"
-
-struct cc_state cc;
-static struct cc_shared local_shared;	/* the counters without CRASHCHECK_SHARED */
-static char watch_buf[CC_PATH_MAX];
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
@@ -94,71 +89,6 @@ static int fire_cb(const char *name, int *failnum, void **failinfo,
 	return 1;
 }
 
-static const char *abs_dir_env(const char *var, char *buf, size_t size, bool create)
-{
-	const char *v = getenv(var);
-	int mode;
-	size_t len;
-
-	if (!v)
-		return NULL;
-	if (v[0] != '/')
-		cc_die("%s '%s' is not an absolute path", var, v);
-	len = strlen(v);
-	if (len >= size)
-		cc_die("%s '%.64s...' is too long", var, v);
-	memcpy(buf, v, len + 1);
-	while (len > 1 && buf[len - 1] == '/')
-		buf[--len] = '\0';
-	if (create && syscall(SYS_mkdirat, AT_FDCWD, buf, 0755) < 0 && errno != EEXIST)
-		cc_die("mkdir %s '%s': %s", var, buf, strerror(errno));
-	if (cc_sys_stat_ino(buf, NULL, &mode, NULL) < 0)
-		cc_die("stat %s '%s': %s", var, buf, strerror(errno));
-	if (!S_ISDIR(mode))
-		cc_die("%s '%s' is not a directory", var, buf);
-	return buf;
-}
-
-static void setup_shared(const char *path)
-{
-	struct cc_shared *sh;
-	uint64_t want, seen;
-	long long size;
-	int fd;
-
-	if (path[0] != '/')
-		cc_die("CRASHCHECK_SHARED '%s' is not an absolute path", path);
-	fd = cc_sys_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		cc_die("open CRASHCHECK_SHARED '%s': %s", path, strerror(errno));
-	if (cc_sys_fstat_ino(fd, NULL, NULL, &size) < 0)
-		cc_die("fstat CRASHCHECK_SHARED '%s': %s", path, strerror(errno));
-	/* growing to the same size is harmless when two processes race here */
-	if (size < (long long)sizeof(*sh) &&
-	    syscall(SYS_ftruncate, fd, (long)sizeof(*sh)) < 0)
-		cc_die("ftruncate CRASHCHECK_SHARED '%s': %s", path, strerror(errno));
-	sh = (void *)syscall(SYS_mmap, NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-			     MAP_SHARED, fd, 0);
-	if (sh == MAP_FAILED)
-		cc_die("mmap CRASHCHECK_SHARED '%s': %s", path, strerror(errno));
-	cc_sys_close(fd);
-
-	seen = 0;
-	if (!__atomic_compare_exchange_n(&sh->magic, &seen, CC_SHARED_MAGIC, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
-	    seen != CC_SHARED_MAGIC)
-		cc_die("CRASHCHECK_SHARED '%s' is not a crashcheck counter file", path);
-	/* counters of another plan would fire rules on the wrong calls */
-	want = cc_hash(cc.plan_text ? cc.plan_text : "", cc.plan_text ? strlen(cc.plan_text) : 0) | 1;
-	seen = 0;
-	if (!__atomic_compare_exchange_n(&sh->plan_hash, &seen, want, false,
-					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
-	    seen != want)
-		cc_die("CRASHCHECK_SHARED '%s' holds the counters of another plan", path);
-	cc.sh = sh;
-	cc.sh_file = true;
-}
-
 /*
  * A plan whose faults cannot reach the program must not run: it would look
  * like a program that handles every fault.
@@ -175,41 +105,6 @@ static void check_libfiu_below(void)
 		cc_die("plan set, but write() below libcrashcheck.so is '%s', not libfiu's "
 		       "fiu_posix_preload.so: put it after libcrashcheck.so in LD_PRELOAD",
 		       di.dli_fname);
-}
-
-/* a sequence number at S, in decimal digits alone, up to END */
-static bool parse_seq(const char *s, const char **end, uint64_t *out)
-{
-	char *e;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &e, 10);
-	*end = e;
-	return !errno;
-}
-
-/*
- * CRASHCHECK_TRACE_FULL=LO-HI: the seqs whose lines are recorded in full.
- * A write outside them may be recorded thin (thin_write). Only for a
- * recorded run (snapshots; so never with CRASHCHECK_TRACE_FROM).
- */
-static void parse_trace_full(void)
-{
-	const char *v = getenv("CRASHCHECK_TRACE_FULL"), *p;
-
-	cc.thin_on = false;
-	if (!v || !*v)
-		return;
-	if (!parse_seq(v, &p, &cc.full_lo) || *p != '-' ||
-	    !parse_seq(p + 1, &p, &cc.full_hi) || *p || cc.full_lo > cc.full_hi)
-		cc_die("CRASHCHECK_TRACE_FULL '%s' is not a range of sequence "
-		       "numbers (LO-HI)", v);
-	if (!cc.recorder)
-		cc_die("CRASHCHECK_TRACE_FULL is set but the recorder is off "
-		       "(CRASHCHECK_TRACE, CRASHCHECK_WATCH, CRASHCHECK_SNAPDIR)");
-	cc.thin_on = true;
 }
 
 /*
@@ -251,8 +146,6 @@ static bool is_std(uint64_t dev, uint64_t ino)
 
 static void cc_init(void)
 {
-	static char err[256];
-	const char *v;
 	int e;
 
 	tls_busy++;
@@ -263,88 +156,7 @@ static void cc_init(void)
 	 * a program may print it unset (after a short write), and two runs
 	 * of one case with other settings would then differ */
 	e = errno;
-	v = getenv("CRASHCHECK_PLAN");
-	if (v && plan_parse(v, &cc.plan, err, sizeof(err)) < 0)
-		cc_die("bad CRASHCHECK_PLAN: %s", err);
-	cc.plan_text = v && cc.plan.nr ? v : NULL;
-
-	v = getenv("CRASHCHECK_TRACE");
-	if (v) {
-		int fd;
-
-		if (v[0] != '/')
-			cc_die("CRASHCHECK_TRACE '%s' is not an absolute path", v);
-		fd = cc_sys_open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			cc_die("open CRASHCHECK_TRACE '%s': %s", v, strerror(errno));
-		cc_sys_close(fd);
-		cc.trace = v;
-	}
-	cc.trace_from = 0;
-	v = getenv("CRASHCHECK_TRACE_FROM");
-	if (v && *v) {
-		const char *end;
-
-		if (!parse_seq(v, &end, &cc.trace_from) || *end)
-			cc_die("CRASHCHECK_TRACE_FROM '%s' is not a sequence number", v);
-		if (!cc.trace)
-			cc_die("CRASHCHECK_TRACE_FROM is set but CRASHCHECK_TRACE is not");
-		/* the explorer replays a trace from its start: one that starts
-		 * late has nothing to replay, and its snapshots would be lost */
-		if (getenv("CRASHCHECK_SNAPDIR"))
-			cc_die("CRASHCHECK_TRACE_FROM is set with CRASHCHECK_SNAPDIR: "
-			       "a trace that starts late cannot be replayed");
-	}
-
-	cc.watch = abs_dir_env("CRASHCHECK_WATCH", watch_buf, sizeof(watch_buf), false);
-	cc.watch_len = cc.watch ? strlen(cc.watch) : 0;
-	if (getenv("CRASHCHECK_SNAPDIR")) {
-		static char snap_buf[CC_PATH_MAX];
-
-		if (!cc.watch)
-			cc_die("CRASHCHECK_SNAPDIR is set but CRASHCHECK_WATCH is not");
-		/* the snapshots are named only in the trace: without one they
-		 * would be taken and lost, and the run would look recorded */
-		if (!cc.trace)
-			cc_die("CRASHCHECK_SNAPDIR is set but CRASHCHECK_TRACE is not");
-		cc.snapdir = abs_dir_env("CRASHCHECK_SNAPDIR", snap_buf,
-					 sizeof(snap_buf), true);
-	}
-	cc.recorder = cc.trace && cc.watch && cc.snapdir;
-	/* full: every write recorded as a whole-file snapshot, the reference
-	 * the range snapshots are tested against */
-	v = getenv("CRASHCHECK_SNAP");
-	if (v && *v && strcmp(v, "full") && strcmp(v, "range"))
-		cc_die("CRASHCHECK_SNAP '%s' is not 'full' or 'range'", v);
-	cc.snap_full = v && !strcmp(v, "full");
-	parse_trace_full();
-	v = getenv("CRASHCHECK_LIMIT");
-	cc.limit = 0;
-	if (v && *v) {
-		const char *end;
-
-		if (!parse_seq(v, &end, &cc.limit) || *end)
-			cc_die("CRASHCHECK_LIMIT '%s' is not a number of bytes", v);
-	}
-	v = getenv("CRASHCHECK_NOTE");
-	cc.note = NULL;
-	if (v && *v) {
-		if (v[0] != '/')
-			cc_die("CRASHCHECK_NOTE '%s' is not an absolute path", v);
-		cc.note = v;
-	}
-
-	v = getenv("CRASHCHECK_SHARED");
-	if (v)
-		setup_shared(v);
-	else
-		cc.sh = &local_shared;
-
-	for (size_t i = 0; i < cc.plan.nr; i++) {
-		cc.has_rules[cc.plan.rules[i].call] = true;
-		if (cc.plan.rules[i].glob)
-			cc.has_glob[cc.plan.rules[i].call] = true;
-	}
+	cc_env_read(true);
 
 	if (cc.plan.nr) {
 		bool enabled[CALL__COUNT] = { false };
@@ -423,39 +235,7 @@ static bool enter(void)
 
 static void rec_init(struct cc_rec *r, int call)
 {
-	r->call = call;
-	r->n = 0;
-	r->rule = -1;
-	r->fired = false;
-	r->fd = -1;
-	r->path[0] = r->path2[0] = '\0';
-	r->has_ino = r->is_dir = r->is_reg = false;
-	r->has_off = r->has_len = false;
-	r->off = r->len = 0;
-	r->oflags = r->msflags = r->mapflags = -1;
-	r->renflags = 0;
-	r->rwflags = 0;
-	r->ret = 0;
-	r->err = 0;
-	r->snap = 0;
-	r->snap_fd = -1;
-	r->snap_fd_borrowed = r->snap_fd_kept = false;
-	r->dev = 0;
-	r->has_st = false;
-	r->fdflags = -1;
-	r->buf = NULL;
-	r->iov = NULL;
-	r->iovcnt = 0;
-	r->off_exact = false;
-	/* the seq its line would get is at least this one: a call seen
-	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
-	r->pos = -1;
-	r->tofree = NULL;
-	r->at = NULL;
-	r->maplen = 0;
-	r->lite = cc.trace_from &&
-		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
-	r->thin = false;
+	cc_rec_init(r, call);
 }
 
 /* the call is recorded: a trace, and the call not before its start */
@@ -591,36 +371,10 @@ static void snap_write(struct cc_rec *r, int fd, const void *buf,
 	snap_fd(r, fd);
 }
 
-/*
- * Whether the write R describes (after pre(): its rule decided) is recorded
- * thin under CRASHCHECK_TRACE_FULL: outside the full seqs, chosen by no
- * rule, to a regular file under WATCH whose descriptor has none of O_SYNC,
- * O_DSYNC and O_DIRECT (such a write is durable or on the device when it
- * returns, so what it wrote matters to any crash after it). Its line keeps
- * the file (fstat), the flags (F_GETFL) and what the call returned, and
- * says "thin": no offset and no snapshot, the three system calls of a
- * write's range snapshot (lseek, fstat after, the read-back) left out. The
- * sweep runs a case that way where it expects the program to go on to an
- * fsync that snapshots the file whole, which makes those writes moot; a
- * thin line it would need to read sends the case to a full run.
- */
+/* whether the write R describes is recorded thin (cc_thin_write) */
 static bool thin_write(struct cc_rec *r)
 {
-	uint64_t s;
-
-	if (!cc.thin_on)
-		return false;
-	/* the seq its line gets is at least this one (as for a lite call):
-	 * one above HI surely is outside; one below LO may not be where
-	 * other processes make calls, and its line says thin */
-	s = __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED);
-	r->thin = (s < cc.full_lo || s > cc.full_hi) && r->rule < 0 &&
-		  tracing(r) && !cc.snap_full && r->has_st && r->is_reg &&
-		  r->fdflags >= 0 &&
-		  !(r->fdflags & (O_SYNC | O_DSYNC | O_DIRECT)) &&
-		  !(r->rwflags & (RWF_SYNC | RWF_DSYNC)) &&
-		  cc_under_watch(r->path);
-	return r->thin;
+	return cc_thin_write(r);
 }
 
 /*
@@ -653,26 +407,14 @@ static void snap_self(struct cc_rec *r)
 		r->snap |= SNAP_SELF;
 }
 
-/*
- * A rule's glob matches the full path, its last component, or the path
- * relative to WATCH ("." for WATCH itself): the sweep names a file as the
- * program sees it from its work directory ("write(target.tmp)#3",
- * "fsync(.)#1", "write(sub/x)#1"), so that its plans count the calls on
- * that file alone, wherever the scratch directory is.
- */
-static bool glob_match(const char *glob, const char *path)
+/* the count of glob rule I, the next one with ADD: a process tree counts
+ * in one sequence */
+static unsigned long count_rule(void *ctx, size_t i, bool add)
 {
-	const char *base = strrchr(path, '/'), *rel = NULL;
-
-	if (cc.watch && !strncmp(path, cc.watch, cc.watch_len)) {
-		rel = path + cc.watch_len;
-		if (!*rel || !strcmp(rel, "/."))
-			/* the directory itself: as '.' or by its full path */
-			return !fnmatch(glob, ".", 0) || !fnmatch(glob, path, 0);
-		rel = *rel == '/' ? rel + 1 : NULL;
-	}
-	return !fnmatch(glob, path, 0) || (base && !fnmatch(glob, base + 1, 0)) ||
-	       (rel && !fnmatch(glob, rel, 0));
+	(void)ctx;
+	if (!add)
+		return __atomic_load_n(&cc.sh->rules[i], __ATOMIC_SEQ_CST);
+	return __atomic_add_fetch(&cc.sh->rules[i], 1, __ATOMIC_SEQ_CST);
 }
 
 /* count the call and find the rule, if any, that fires on it */
@@ -688,26 +430,8 @@ static void decide(struct cc_rec *r)
 	if (r->fd >= 0 && !r->has_ino)
 		stat_fd(r, r->fd);
 	std = r->fd >= 0 && r->has_ino && is_std(r->dev, r->ino);
-	for (size_t i = 0; i < cc.plan.nr; i++) {
-		const struct plan_rule *p = &cc.plan.rules[i];
-		unsigned long k = r->n;
-
-		if (p->call != r->call)
-			continue;
-		if (p->glob) {
-			if (!r->path[0] || !glob_match(p->glob, r->path)) {
-				/* '++': once its Nth match came, every call */
-				if (p->everywhere && r->rule < 0 &&
-				    __atomic_load_n(&cc.sh->rules[i], __ATOMIC_SEQ_CST) >= p->n)
-					r->rule = i;
-				continue;
-			}
-			/* every glob rule counts its own matches */
-			k = __atomic_add_fetch(&cc.sh->rules[i], 1, __ATOMIC_SEQ_CST);
-		}
-		if (r->rule < 0 && !std && (k == p->n || (p->persist && k > p->n)))
-			r->rule = i;
-	}
+	r->rule = plan_fire(&cc.plan, &(struct plan_call){
+		r->call, r->n, r->path, cc.watch, std }, count_rule, NULL);
 }
 
 static const struct plan_rule *rule_of(const struct cc_rec *r, enum plan_action a)

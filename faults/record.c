@@ -1941,15 +1941,30 @@ void cc_after_fork_child(void)
 	cc_callsite_after_fork();
 }
 
+void cc_trace_pid(pid_t pid)
+{
+	trace_pid = pid;
+}
+
 void cc_trace_init(void)
 {
-	struct sb sb;
 	char exe[CC_PATH_MAX];
-	uint64_t seq;
-	bool first;
 	long n;
 
 	trace_pid = syscall(SYS_getpid);
+	if (!cc.trace)
+		return;
+	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	cc_trace_start(trace_pid, syscall(SYS_getppid), exe);
+}
+
+void cc_trace_start(pid_t pid, pid_t ppid, const char *exe)
+{
+	struct sb sb;
+	uint64_t seq;
+	bool first;
+
 	if (!cc.trace)
 		return;
 	sb_init(&sb);
@@ -1965,14 +1980,12 @@ void cc_trace_init(void)
 						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	}
 	seq = next_seq();
-	n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
 	sb_lit(&sb, "{\"ev\":\"init\",\"seq\":");
 	sb_u64(&sb, seq);
 	sb_lit(&sb, ",\"pid\":");
-	sb_i64(&sb, trace_pid);
+	sb_i64(&sb, pid);
 	sb_lit(&sb, ",\"ppid\":");
-	sb_i64(&sb, syscall(SYS_getppid));
+	sb_i64(&sb, ppid);
 	sb_lit(&sb, ",\"exe\":");
 	sb_quote(&sb, exe);
 	sb_lit(&sb, ",\"plan\":");
@@ -1982,6 +1995,10 @@ void cc_trace_init(void)
 		sb_quote(&sb, cc.watch);
 	else
 		sb_lit(&sb, "null");
+	if (cc.backend) {
+		sb_lit(&sb, ",\"backend\":");
+		sb_quote(&sb, cc.backend);
+	}
 	/*
 	 * Only the first process's listing is the durable starting state the
 	 * harness set up; an exec'd child starts somewhere in the middle.
@@ -2000,6 +2017,77 @@ void cc_trace_init(void)
 	}
 	sb_lit(&sb, "}");
 	emit(&sb);
+}
+
+/* ---- the record of a call, shared by both backends -------------------- */
+
+void cc_rec_init(struct cc_rec *r, int call)
+{
+	r->call = call;
+	r->n = 0;
+	r->rule = -1;
+	r->fired = false;
+	r->fd = -1;
+	r->path[0] = r->path2[0] = '\0';
+	r->has_ino = r->is_dir = r->is_reg = false;
+	r->has_off = r->has_len = false;
+	r->off = r->len = 0;
+	r->oflags = r->msflags = r->mapflags = -1;
+	r->renflags = 0;
+	r->rwflags = 0;
+	r->ret = 0;
+	r->err = 0;
+	r->snap = 0;
+	r->snap_fd = -1;
+	r->snap_fd_borrowed = r->snap_fd_kept = false;
+	r->dev = 0;
+	r->has_st = false;
+	r->fdflags = -1;
+	r->buf = NULL;
+	r->iov = NULL;
+	r->iovcnt = 0;
+	r->off_exact = false;
+	r->pos = -1;
+	r->tofree = NULL;
+	r->at = NULL;
+	r->maplen = 0;
+	/* the seq its line would get is at least this one: a call seen
+	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
+	r->lite = cc.trace_from &&
+		  __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED) < cc.trace_from;
+	r->thin = false;
+}
+
+/*
+ * Whether the write R describes (after pre(): its rule decided) is recorded
+ * thin under CRASHCHECK_TRACE_FULL: outside the full seqs, chosen by no
+ * rule, to a regular file under WATCH whose descriptor has none of O_SYNC,
+ * O_DSYNC and O_DIRECT (such a write is durable or on the device when it
+ * returns, so what it wrote matters to any crash after it). Its line keeps
+ * the file (fstat), the flags (F_GETFL) and what the call returned, and
+ * says "thin": no offset and no snapshot, the three system calls of a
+ * write's range snapshot (lseek, fstat after, the read-back) left out. The
+ * sweep runs a case that way where it expects the program to go on to an
+ * fsync that snapshots the file whole, which makes those writes moot; a
+ * thin line it would need to read sends the case to a full run.
+ */
+bool cc_thin_write(struct cc_rec *r)
+{
+	uint64_t s;
+
+	if (!cc.thin_on)
+		return false;
+	/* the seq its line gets is at least this one (as for a lite call):
+	 * one above HI surely is outside; one below LO may not be where
+	 * other processes make calls, and its line says thin */
+	s = __atomic_load_n(&cc.sh->seq, __ATOMIC_RELAXED);
+	r->thin = (s < cc.full_lo || s > cc.full_hi) && r->rule < 0 &&
+		  cc.trace && !r->lite && !cc.snap_full && r->has_st && r->is_reg &&
+		  r->fdflags >= 0 &&
+		  !(r->fdflags & (O_SYNC | O_DSYNC | O_DIRECT)) &&
+		  !(r->rwflags & (RWF_SYNC | RWF_DSYNC)) &&
+		  cc_under_watch(r->path);
+	return r->thin;
 }
 
 /* "NAME" in a list of flags (a comma before all but the first) */

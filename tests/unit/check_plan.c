@@ -145,8 +145,27 @@ START_TEST(test_bad_call)
 	parse_bad("write2x(*)#1=EIO", "unknown call at 'write2x'");
 	parse_bad("Write#1=EIO", "expected a call name at 'Write#1=EIO'");
 	parse_bad("#1=EIO", "expected a call name at '#1=EIO'");
-	parse_bad("open64#1=EIO", "64-bit variant: plans count it as 'open' at 'open64'");
-	parse_bad("pwrite64#1=EIO", "64-bit variant: plans count it as 'pwrite' at 'pwrite64'");
+}
+END_TEST
+
+/* glibc's and the kernel's 64-bit names count as their base call */
+START_TEST(test_alias_is_base)
+{
+	static const struct { const char *text; int call; } cases[] = {
+		{ "pwrite64#1=EIO", CALL_pwrite },
+		{ "open64(*.tmp)#2=ENOSPC", CALL_open },
+		{ "pwritev64#3=short", CALL_pwritev },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct plan plan;
+		char err[256];
+
+		ck_assert_msg(plan_parse(cases[i].text, &plan, err, sizeof(err)) == 0,
+			      "%s: %s", cases[i].text, err);
+		ck_assert_int_eq(plan.rules[0].call, cases[i].call);
+		ck_assert_str_eq(plan.rules[0].text, cases[i].text);
+	}
 }
 END_TEST
 
@@ -391,6 +410,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(ok, test_short);
 	tcase_add_test(ok, test_limits_accepted);
 	tcase_add_test(ok, test_empty_plans);
+	tcase_add_test(ok, test_alias_is_base);
 	tcase_add_test(ok, test_every_errno_name);
 	tcase_add_test(ok, test_every_call_crashes);
 	tcase_add_test(ok, test_longest_plan_fits);

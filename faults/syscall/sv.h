@@ -1,0 +1,120 @@
+#ifndef CRASHCHECK_SV_H
+#define CRASHCHECK_SV_H
+
+/*
+ * The system-call supervisor (faults/bin/supervise): shared by its two
+ * files, supervise.c (starting the program, following its processes,
+ * the ptrace stops) and calls.c (what each trapped system call means:
+ * its file, its fault, its trace line).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "../cc.h"
+
+/* the trapped system calls: one per SYSCALL row of calls.def */
+enum sc_id {
+#define CALL(name, point, faults, cls)
+#define ALIAS(name, base)
+#define WRAP(...)
+#define SYSCALL(sys, call) SC_##sys,
+#include "../calls.def"
+#undef CALL
+#undef ALIAS
+#undef WRAP
+#undef SYSCALL
+	SC__COUNT
+};
+
+struct sc_info {
+	const char *name;	/* the system call, as libseccomp names it */
+	int call;		/* the call of calls.def it counts as */
+};
+
+extern const struct sc_info sc_table[SC__COUNT];
+
+/* SECCOMP_RET_DATA of a call of another architecture (x32, i386) */
+#define SC_BADARCH 0xffff
+
+/* A process (thread group) of the program. */
+struct proc {
+	pid_t tgid;
+	int tasks;		/* its threads we know */
+	int shared_maps;	/* MAP_SHARED file mappings made (or inherited); 0 = a
+				 * munmap or msync of it cannot concern a file */
+	bool execd;		/* has run the program (or a program of its own): its
+				 * calls before its first exec are the supervisor's child's */
+};
+
+/* A call a thread is in, between its seccomp stop and its exit stop. */
+struct pending {
+	int sc;			/* enum sc_id */
+	struct cc_rec r;
+	uint64_t args[6];	/* as the thread passed them */
+	bool skip;		/* the kernel skipped it: an injected errno, or
+				 * the supervisor made the call itself */
+	long long skip_ret;	/* then what it returns: >= 0, or -errno */
+	long long pos;		/* a write's file position before the call, -1 = unknown */
+	struct iovec *iov;	/* a vector write's vector, as read at the entry */
+	int iovcnt;
+	char *data;		/* the bytes a write handed down (r.buf), malloc'ed */
+	struct map_hit {	/* msync, munmap: the file mapping at the address */
+		unsigned long len;	/* bytes of it from the address on, 0 = none */
+		bool shared;	/* MAP_SHARED */
+		char path[CC_PATH_MAX];
+		uint64_t ino;
+		long long off;	/* the file offset of the address */
+	} *map;
+};
+
+/* A thread of the program. */
+struct task {
+	pid_t tid;
+	struct proc *proc;
+	bool fresh;		/* attached by a clone event; its first stop not seen */
+	struct pending *call;	/* in a trapped call, waiting for its exit stop */
+	struct task *next;	/* hash chain */
+};
+
+/* ---- calls.c ---- */
+
+/* what to do with a thread at its seccomp stop (sv_entry's answer) */
+enum sv_resume {
+	SV_CONT,		/* let it run: nothing to do after the call */
+	SV_EXIT,		/* stop it again when the call returns (sv_exit) */
+	SV_KILLED,		/* it was killed (a planned crash): leave it */
+};
+
+/* a thread at the seccomp stop of system call SC with ARGS */
+enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6]);
+/* the same thread at its exit stop, the call having returned RVAL: SV_CONT,
+ * or SV_KILLED after a planned crash */
+enum sv_resume sv_exit(struct task *t, long long rval);
+/* a process started a program: its init record */
+void sv_exec(struct proc *p, pid_t ppid);
+/* the program PID starts: its stdout and stderr are never faulted */
+void sv_std_outputs(pid_t pid);
+
+/* ---- supervise.c ---- */
+
+void sv_kill(pid_t tgid);
+void sv_pending_free(struct pending *c);
+
+/* a thread's registers at its seccomp stop: only what faults change */
+bool sv_set_arg(pid_t tid, int i, uint64_t value);	/* argument I (from 0) */
+bool sv_skip(pid_t tid, long long ret);		/* no call; it returns RET */
+bool sv_set_return(pid_t tid, long long ret);	/* at the exit stop */
+
+/* reading the thread's memory and its /proc entries */
+long sv_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+bool sv_read_str(pid_t tid, uint64_t addr, char *buf, size_t size);
+void sv_fd_path(pid_t tid, int fd, char *buf, size_t size);
+int sv_fd_stat(pid_t tid, int fd, struct stat *st);
+bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags);
+int sv_fd_open(pid_t tid, int fd, int flags);
+void sv_abs_path(pid_t tid, int dirfd, const char *path, char *buf, size_t size);
+
+#endif
