@@ -299,6 +299,8 @@ def rerun_argv(args):
             argv += [opt, value]
     if args.absent:
         argv.append("--absent")
+    if args.backend != "auto":
+        argv += ["--backend", args.backend]
     if args.model != "all":
         argv += ["--model", args.model]
     if args.seed != "0":

@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from .. import UsageError
+from ..engine import backend as backend_mod
 from ..engine import calls as calls_mod
 from ..engine import plan as plan_mod
 from . import audit, merge as mergecmd, outdir, replay, run as runcmd
@@ -126,14 +127,26 @@ class Workdir:
         self._tmp.cleanup()
 
 
+def add_backend(p):
+    """--backend, for the commands that run a program."""
+    p.add_argument("--backend", choices=backend_mod.BACKENDS, default="auto",
+                   help="how calls are intercepted: the preload library, "
+                        "the system-call supervisor, or auto (the preload, "
+                        "but the supervisor for static, Go and setuid "
+                        "programs; default)")
+
+
 def run_program(args, plan=""):
     """Run the program of args with inherited stdio; returns (Run, trace
     records)."""
     argv = program_argv(args)
+    backend, why = backend_mod.resolve(args.backend, argv[0], os.getcwd())
+    if why:
+        say_line(f"{why}: using the system-call backend (--backend=syscall)")
     with Workdir(getattr(args, "trace", None)) as wd:
         run = runner.run(argv, cwd=os.getcwd(), plan=plan, trace=wd.trace,
                          shared=wd.shared, timeout=args.timeout,
-                         passthrough=True)
+                         passthrough=True, backend=backend)
         data = trace_mod.read(wd.trace)
         if wd.keep_trace:
             # the user's copy as the library meant it: no zeros past the
@@ -146,6 +159,17 @@ def run_program(args, plan=""):
                                  f"{e.strerror}") from None
         records = trace_mod.parse(data, wd.trace) if data else []
     return run, records
+
+
+def report_unseen(records, say):
+    """Say what the trace shows the backend could not see: an io_uring
+    the program set up (its I/O is neither faulted nor traced)."""
+    for r in records:
+        if r["ev"] == "call" and r["call"] == "io_uring_setup" and \
+                r.get("ret", -1) >= 0:
+            say(f"the program set up an io_uring (io_uring_setup#{r['n']}): "
+                "I/O it submits there is neither faulted nor traced")
+            return
 
 
 def report_exit(run, records, say):
@@ -208,6 +232,7 @@ def setup_inject(p):
     p.add_argument("--strict", action="store_true",
                    help="exit 3 when a rule never fired, whatever the "
                         "program's status")
+    add_backend(p)
     add_program(p)
 
 
@@ -215,7 +240,8 @@ def cmd_inject(args):
     """run a program with planned faults and say which ones fired
 
     Runs PROGRAM in the current directory with the fault library preloaded
-    and PLAN set; its stdin, stdout and stderr are yours. Then prints, on
+    (or under the system-call supervisor: --backend) and PLAN set; its
+    stdin, stdout and stderr are yours. Then prints, on
     stderr, one line per rule: `crashcheck: fired RULE (N calls)` or
     `crashcheck: never fired: RULE (...)` -- a rule that never fired did
     nothing to the program, and its outcome says nothing about that fault.
@@ -238,7 +264,9 @@ def cmd_inject(args):
     status = report_exit(run, records, say_line)
     if not any(r["ev"] == "init" for r in records):
         say_line(f"the fault library did not load in {args.program[0]} "
-                 "(statically linked or setuid?): no rule could fire")
+                 "(statically linked or setuid?): no rule could fire "
+                 "(--backend=syscall reaches such programs)")
+    report_unseen(records, say_line)
     never = 0
     texts = [rule["text"] for rule in rules]
     for rule, fired in zip(rules, trace_mod.fired(records, texts)):
@@ -268,6 +296,7 @@ def setup_trace(p):
     p.add_argument("--timeout", metavar="S", type=positive_seconds,
                    help="kill the program's process group after S seconds "
                         "and exit 124 (default: no limit)")
+    add_backend(p)
     add_program(p)
 
 
@@ -275,8 +304,9 @@ def cmd_trace(args):
     """run a program without faults and list the calls a plan can name
 
     Runs PROGRAM in the current directory with the fault library preloaded
-    and no plan, then lists every intercepted call, numbered as plans
-    count it (across the whole process tree), one per line:
+    (or under the system-call supervisor: --backend) and no plan, then
+    lists every intercepted call, numbered as plans count it (across the
+    whole process tree), one per line:
 
         fsync#1 fd=3 'target.tmp' = 0
 
@@ -326,6 +356,7 @@ def cmd_trace(args):
                 out.close()
             except OSError:
                 pass    # said above, or nothing was left to write
+    report_unseen(records, say_line)
     return report_exit(run, records, say_line)
 
 

@@ -86,6 +86,13 @@ def add_sweep_options(p):
                    help="record every call of every case in full, with "
                         "no lite or thin first run (slower; the same "
                         "verdicts)")
+    p.add_argument("--backend", choices=("auto", "preload", "syscall"),
+                   default="auto",
+                   help="how the program's calls are intercepted: the "
+                        "preload library, the system-call supervisor, or "
+                        "auto (the preload, but the supervisor for static, "
+                        "Go and setuid programs and where the preload's "
+                        "baseline misses changes; default)")
 
 
 def setup_run(p):
@@ -221,6 +228,7 @@ def pytest_args(args, spec_paths, out, command):
         argv.append("--cc-exec-each")
     if args.whole_traces:
         argv.append("--cc-whole-traces")
+    argv += ["--cc-backend", args.backend]
     for case in getattr(args, "case", []) or []:
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):
@@ -310,6 +318,8 @@ def cmd_run(args):
     out = out_path(args, default)
     command = "scripts/crashcheck run " + " ".join(
         tree_path(p) for p in paths)
+    if args.backend != "auto":
+        command += f" --backend {args.backend}"
     # every option checked before anything is written; a full run's
     # reports then replace the last one's, cases/ included, at its end
     # (plugin.pytest_sessionfinish)

@@ -77,6 +77,10 @@ def pytest_addoption(parser):
     g.addoption("--cc-whole-traces", action="store_true",
                 help="record every call of every case in full (no lite "
                      "or thin runs)")
+    g.addoption("--cc-backend", default="auto",
+                choices=("auto", "preload", "syscall"),
+                help="how the programs' calls are intercepted "
+                     "(harness/engine/backend.py)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -113,6 +117,7 @@ def settings_from(config):
         keep=config.getoption("--cc-keep"),
         fork_server=not config.getoption("--cc-exec-each"),
         lite=not config.getoption("--cc-whole-traces"),
+        backend=config.getoption("--cc-backend"),
         timeout=config.getoption("--cc-timeout"))
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from . import contain, sanitizers
+from . import backend as backend_mod, contain, sanitizers
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -154,7 +154,8 @@ class Run:
 
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
               base=None, program=None, cwd=None, trace_from=None,
-              trace_full=None, limit=None, note=None, extra=None):
+              trace_full=None, limit=None, note=None, extra=None,
+              backend="preload"):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
     an ASan-linked program's runtime before ours: harness/engine/sanitizers.py)
@@ -165,19 +166,23 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
     the run's snapshots may take (CRASHCHECK_LIMIT), note: the file the
     library says why it stopped a run in (CRASHCHECK_NOTE; a run in a
     session of its own). extra: more variables of the run's (TMPDIR,
-    HOME)."""
+    HOME). backend "syscall": the settings are the supervisor's, and
+    nothing is preloaded."""
     if base is None:
         env = dict(_environ())
     else:
         env = dict(base)
         for name in OUR_VARS:
             env.pop(name, None)
-    preload = " ".join(sanitizers.apply(env, program, cwd,
-                                        [str(FAULT_LIB), str(FIU_PRELOAD)]))
-    if env.get("LD_PRELOAD"):
-        # A user's own preloads stay, after ours.
-        preload += " " + env["LD_PRELOAD"]
-    env["LD_PRELOAD"] = preload
+    if backend == "syscall":
+        sanitizers.apply(env, program, cwd, (), ptraced=True)
+    else:
+        preload = " ".join(sanitizers.apply(env, program, cwd,
+                                            [str(FAULT_LIB), str(FIU_PRELOAD)]))
+        if env.get("LD_PRELOAD"):
+            # A user's own preloads stay, after ours.
+            preload += " " + env["LD_PRELOAD"]
+        env["LD_PRELOAD"] = preload
     if plan:
         env["CRASHCHECK_PLAN"] = plan
     if trace is not None:
@@ -236,7 +241,7 @@ def _read_capped(fh, cap):
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
         passthrough=False, trace_from=None, trace_full=None, limit=None,
-        note=None, extra=None):
+        note=None, extra=None, backend="preload"):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own) and a
@@ -247,14 +252,25 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
     rather than pipes, so a program that writes a lot never blocks on us
     and we keep only the first OUTPUT_CAP bytes. With passthrough the
     program uses the caller's stdin, stdout and stderr instead (the CLI's
-    inject and trace), and the Run's stdout and stderr are empty.
+    inject and trace), and the Run's stdout and stderr are empty. backend
+    "syscall" runs it under the system-call supervisor instead of the
+    preloads (harness/engine/backend.py), in the same box; preload False
+    runs it bare.
     """
+    run_argv = argv
     if preload:
-        check_preloads()
+        if backend == "syscall":
+            backend_mod.check_supervisor()
+            # the supervisor execs it: a program that is not there must
+            # be said as the preload's runs say it, not as exit 127
+            _check_program(argv[0], cwd, env)
+            run_argv = [str(backend_mod.SUPERVISOR), "--", *argv]
+        else:
+            check_preloads()
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
                         program=argv[0], cwd=cwd, trace_from=trace_from,
                         trace_full=trace_full, limit=limit, note=note,
-                        extra=extra)
+                        extra=extra, backend=backend)
     else:
         env = dict(os.environ if env is None else env)
         name, token = contain.run_env()
@@ -270,7 +286,7 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
             try:
                 with box.entered():
-                    proc = _spawn(argv, cwd, env, out.fileno(), err.fileno())
+                    proc = _spawn(run_argv, cwd, env, out.fileno(), err.fileno())
             except BaseException:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 raise
@@ -278,10 +294,10 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             with _signals_held() as held:
                 with box.entered():
                     if passthrough:
-                        proc = _popen(argv, cwd, env, stdin=stdin, stdout=None,
-                                      stderr=None)
+                        proc = _popen(run_argv, cwd, env, stdin=stdin,
+                                      stdout=None, stderr=None)
                     else:
-                        proc = _popen(argv, cwd, env, stdin=subprocess.DEVNULL
+                        proc = _popen(run_argv, cwd, env, stdin=subprocess.DEVNULL
                                       if stdin is None else stdin,
                                       stdout=out, stderr=err)
         box.started(proc.pid)
@@ -326,6 +342,16 @@ def _ended(argv, rc, timed_out, start, out, err, trace, outlived=()):
                stdout_truncated=out_cut, stderr_truncated=err_cut,
                trace_path=Path(trace) if trace is not None else None,
                outlived=list(outlived))
+
+
+def _check_program(argv0, cwd, env):
+    """SetupError, as starting it would raise, when ARGV0 names no
+    program that can run from CWD with ENV's PATH."""
+    path = sanitizers.program_path(argv0, cwd, env)
+    if path is None or not os.path.exists(path):
+        raise SetupError(f"program not found: {argv0}")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise SetupError(f"program not executable: {argv0}")
 
 
 def _cannot_start(argv, e):

@@ -61,32 +61,45 @@ def needed(path):
     return _cache[key]
 
 
-def _parse_needed(fh):
+def program_headers(fh):
+    """(byte order, 64-bit?, [(p_type, p_offset, p_vaddr, p_filesz)]) of
+    the ELF file open at FH, or None for anything that is not one."""
     ident = fh.read(16)
     if len(ident) < 16 or ident[:4] != b"\x7fELF":
-        return ()
+        return None
     wide = {1: False, 2: True}.get(ident[4])
     order = {1: "<", 2: ">"}.get(ident[5])
     if wide is None or order is None:
-        return ()
+        return None
     if wide:
         hdr = struct.unpack(order + "HHIQQQIHHHHHH", fh.read(48))
         phoff, phentsize, phnum = hdr[4], hdr[8], hdr[9]
-        ph_fmt, dyn_fmt = order + "IIQQQQQQ", order + "qQ"
+        ph_fmt = order + "IIQQQQQQ"
     else:
         hdr = struct.unpack(order + "HHIIIIIHHHHHH", fh.read(36))
         phoff, phentsize, phnum = hdr[4], hdr[8], hdr[9]
-        ph_fmt, dyn_fmt = order + "IIIIIIII", order + "iI"
+        ph_fmt = order + "IIIIIIII"
     if phnum > 4096 or phentsize < struct.calcsize(ph_fmt):
-        return ()
-    loads, dynamic = [], None
+        return None
+    headers = []
     for i in range(phnum):
         fh.seek(phoff + i * phentsize)
         ph = struct.unpack(ph_fmt, fh.read(struct.calcsize(ph_fmt)))
         if wide:
-            p_type, p_offset, p_vaddr, p_filesz = ph[0], ph[2], ph[3], ph[5]
+            headers.append((ph[0], ph[2], ph[3], ph[5]))
         else:
-            p_type, p_offset, p_vaddr, p_filesz = ph[0], ph[1], ph[2], ph[4]
+            headers.append((ph[0], ph[1], ph[2], ph[4]))
+    return order, wide, headers
+
+
+def _parse_needed(fh):
+    elf = program_headers(fh)
+    if elf is None:
+        return ()
+    order, wide, headers = elf
+    dyn_fmt = order + ("qQ" if wide else "iI")
+    loads, dynamic = [], None
+    for p_type, p_offset, p_vaddr, p_filesz in headers:
         if p_type == PT_LOAD:
             loads.append((p_vaddr, p_offset, p_filesz))
         elif p_type == PT_DYNAMIC:
@@ -145,20 +158,26 @@ def runtimes(argv0, cwd=None, env=None):
     return asan, ubsan
 
 
-def apply(env, argv0, cwd=None, preload=()):
+def apply(env, argv0, cwd=None, preload=(), ptraced=False):
     """Adjust ENV (a dict) and PRELOAD (our preloads, in order) for the
     program argv0 names; returns the preload list to use. The ASan
     runtime is named by its soname, as the program's DT_NEEDED does, so
-    the dynamic loader finds the very file the program would load."""
+    the dynamic loader finds the very file the program would load.
+    ptraced: the program runs under the system-call supervisor, nothing
+    preloaded, where LeakSanitizer cannot work (it stops the program's
+    threads with ptrace, and they are traced already): leaks go
+    unchecked."""
     asan, ubsan = runtimes(argv0, cwd, env)
     preload = list(preload)
     if asan:
-        preload.insert(0, asan)
-        env["ASAN_OPTIONS"] = _options(env.get("ASAN_OPTIONS"))
+        if preload:
+            preload.insert(0, asan)
+        env["ASAN_OPTIONS"] = _options(env.get("ASAN_OPTIONS"),
+                                       ":detect_leaks=0" if ptraced else "")
     if asan or ubsan:
         env["UBSAN_OPTIONS"] = _options(env.get("UBSAN_OPTIONS"))
     return preload
 
 
-def _options(theirs):
-    return SANITIZER_OPTIONS + (":" + theirs if theirs else "")
+def _options(theirs, ours=""):
+    return SANITIZER_OPTIONS + ours + (":" + theirs if theirs else "")

@@ -62,9 +62,16 @@ expect       buggy variants only: list of tables, each one finding the sweep
                call      optional: a traced call coordinate as in case
                          ids: "fsync(target.tmp)#1" (the call on that file
                          of the work directory, numbered among that
-                         file's), "sync#1"
+                         file's), "sync#1"; or a call's name alone,
+                         "close": any call of that name
+               backend   optional: preload or syscall, the backend the
+                         case ran under (harness/engine/backend.py): the
+                         two see different calls (stdio's fclose is a
+                         close and maybe a write under syscall), so a
+                         variant can be caught on different calls
              An entry applies to a case when every field it gives equals the
-             case's (Expect.applies).
+             case's (Expect.applies). An entry for a backend no case of the
+             run used is not counted.
 
 In error messages, expect[1] is the first [[expect]] table.
 """
@@ -87,8 +94,9 @@ DISKS = ("normal", "full")
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 # a case's call coordinate: "sync#1", or on a file "fsync(target.tmp)#1"
-# (harness/engine/coords.py)
-_CALL = re.compile(r"[a-z_][a-z0-9_]*(\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?\Z")
+# (harness/engine/coords.py); or a call's name alone, "close"
+_CALL = re.compile(r"[a-z_][a-z0-9_]*((\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?)?\Z")
+BACKENDS = ("preload", "syscall")
 _BRACE = re.compile(r"\{([^{}]*)\}")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
@@ -97,7 +105,8 @@ FIELDS = ("name", "description", "command", "strategies", "contract", "check",
           "sizes", "old", "timeout", "sector", "disk", "teaches", "fixed_by",
           "expect")
 SECTORS = (512, 1024, 2048, 4096)
-EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call")
+EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call",
+                 "backend")
 
 
 class SpecError(Exception):
@@ -125,12 +134,19 @@ class Expect:
     model: str | None = None
     strategy: str | None = None
     size: int | None = None
-    call: str | None = None     # "fsync(target.tmp)#1": the case's call coordinate
+    call: str | None = None     # "fsync(target.tmp)#1": the case's call coordinate; "close": any
+    backend: str | None = None  # "preload" or "syscall": the case's backend
 
-    def applies(self, *, kind=None, model=None, strategy=None, size=None, call=None):
-        """True when every coordinate this entry restricts equals the case's."""
+    def applies(self, *, kind=None, model=None, strategy=None, size=None,
+                call=None, backend=None):
+        """True when every coordinate this entry restricts equals the
+        case's (a call given by name alone: any call of that name)."""
         case = {"kind": kind, "model": model, "strategy": strategy,
-                "size": size, "call": call}
+                "size": size, "backend": backend}
+        if self.call is not None and self.call != call and (
+                "#" in self.call or not call
+                or call.partition("#")[0].partition("(")[0] != self.call):
+            return False
         return all(getattr(self, k) is None or getattr(self, k) == v
                    for k, v in case.items())
 
@@ -357,7 +373,7 @@ def _parse_expect(c, where, entry, strategies, sizes):
     if "verdict" not in entry:
         c.fail(f"{where}.verdict", "missing (required)")
     verdict = c.choice(f"{where}.verdict", entry["verdict"], FINDINGS)
-    kind = model = strategy = size = call = None
+    kind = model = strategy = size = call = backend = None
     if "kind" in entry:
         kind = c.choice(f"{where}.kind", entry["kind"], KINDS)
     if "model" in entry:
@@ -375,9 +391,11 @@ def _parse_expect(c, where, entry, strategies, sizes):
         call = c.string(f"{where}.call", entry["call"])
         if not _CALL.match(call):
             c.fail(f"{where}.call", f"{call!r} is not a call coordinate like "
-                          "'fsync(target.tmp)#1'")
+                          "'fsync(target.tmp)#1', or a call's name")
+    if "backend" in entry:
+        backend = c.choice(f"{where}.backend", entry["backend"], BACKENDS)
     return Expect(verdict=verdict, kind=kind, model=model, strategy=strategy,
-                  size=size, call=call)
+                  size=size, call=call, backend=backend)
 
 
 def load(path):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT
-from . import calls, contain, coords, fullfs, pool, runner, trace
+from . import backend as backend_mod, calls, contain, coords, fullfs, pool, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -81,6 +81,7 @@ class Settings:
     fork_server: bool = True                    # fault cases forked, not exec'd
     lite: bool = True                           # traces that start near the fault
     sector: int | None = None                   # --sector; None: each spec's
+    backend: str = "auto"                       # auto, preload or syscall (backend.py)
 
     @property
     def work_link(self):
@@ -132,6 +133,7 @@ class Case:
     # a run whose fault hit a call made otherwise was not aimed where planned
     where: list | None = None
     unstable: str = ""      # baseline: the calls two recorded runs made otherwise
+    backend: str = "preload"  # what runs it: the baseline's (record_baseline)
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
@@ -384,7 +386,8 @@ class ScratchFull(Exception):
 
 
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
-                server=None, trace_from=None, trace_full=None, settings=None):
+                server=None, trace_from=None, trace_full=None, settings=None,
+                backend="preload"):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
@@ -393,7 +396,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     (Judge.lite_from). trace_full: a thin run, whose writes outside those
     seqs (lo, hi) may be recorded thin (Judge.thin_window). settings:
     the sweep's, for the scratch limit and HOME. ScratchFull when the
-    scratch has no room for the run's files."""
+    scratch has no room for the run's files. backend: "preload" or
+    "syscall" (harness/engine/backend.py; a server is the preload's)."""
     old, new = contents(combo)
     argv = argv_of(combo)
     scratch = Path(scratch)
@@ -420,7 +424,7 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 os.makedirs(sdir, exist_ok=True)
                 prepare(sdir, old, new, target_name(combo.spec))
             if server is None:
-                how = functools.partial(runner.run, argv)
+                how = functools.partial(runner.run, argv, backend=backend)
             else:
                 how = server.run
             run = how(cwd=work, plan=plan, trace=tr, watch=work,
@@ -617,16 +621,15 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
-            out = execute_run(combo, "", scratch, timeout_of(combo, settings),
-                              settings=settings)
+            out, how = record_baseline(combo, scratch, settings)
             if scratch_trouble(out, combo):
                 # stopped for the scratch: its files and snapshots say
                 # nothing, and may fill what the harness still writes
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
-            save_run(out)
-            cases = cases_of(combo, out, settings,
-                             again=record_again(combo, out, settings))
+            save_run(out, how)
+            cases = cases_of(combo, out, settings, how,
+                             again=record_again(combo, out, settings, how))
             if not any(c.error or c.skip for c in cases):
                 save_unseen(out)
             return cases
@@ -767,7 +770,7 @@ WORK_PREFIX = "crashcheck-work-"
 AGAIN = ".again"     # a combo's other recorded runs, beside its first
 
 
-def record_again(combo, out, settings):
+def record_again(combo, out, settings, how="preload"):
     """More recorded runs of the combo whose baseline is OUT, traced
     without snapshots, for cases_of to hold against it: ([(records, work
     directory)], align's globs for the files whose names change from run
@@ -778,7 +781,7 @@ def record_again(combo, out, settings):
     third where names change (mkstemp's): two random names may share a
     character at their start or end by chance, three seldom do."""
     if out.run.skipped or scratch_trouble(out, combo) or escapes(out) or \
-            nothing_intercepted(combo, out):
+            nothing_intercepted(combo, out, how):
         return [], {}
 
     def one_more(k):
@@ -787,7 +790,7 @@ def record_again(combo, out, settings):
         try:
             again = execute_run(combo, "", scratch,
                                 timeout_of(combo, settings), record=False,
-                                settings=settings)
+                                settings=settings, backend=how)
             trouble = scratch_trouble(again, combo)
             if trouble:
                 raise ScratchFull(trouble)
@@ -867,39 +870,94 @@ def keep_work(work):
         shutil.rmtree(target, ignore_errors=True)
 
 
+def record_baseline(combo, scratch, settings):
+    """(Outcome, backend) of the combo's baseline, recorded in SCRATCH
+    with the backend settings.backend asks for. auto runs a program the
+    preload can enter under it (backend.choose), and runs it again under
+    the system-call supervisor when that baseline shows changes to its
+    files that its trace does not account for (unseen_changes: a static
+    helper, raw system calls, stdio flushed at exit), unless the
+    supervisor's trace accounts for them no better; then the preload's
+    baseline is recorded once more and kept."""
+    timeout = timeout_of(combo, settings)
+    argv = argv_of(combo)
+    how, _ = backend_mod.resolve(settings.backend, argv[0],
+                                 cwd=os.path.join(scratch, WORK))
+    out = execute_run(combo, "", scratch, timeout, settings=settings,
+                      backend=how)
+    if settings.backend != "auto" or how != "preload" or \
+            not unseen_changes(combo, out):
+        return out, how
+    clear_dir(scratch)
+    out = execute_run(combo, "", scratch, timeout, settings=settings,
+                      backend="syscall")
+    if not unseen_changes(combo, out):
+        return out, "syscall"
+    clear_dir(scratch)
+    return execute_run(combo, "", scratch, timeout, settings=settings), \
+        "preload"
+
+
+def unseen_changes(combo, out):
+    """The files of the work directory whose content when the run ended
+    is not what its trace's last snapshots show (sorted names, [] when
+    the trace accounts for every one): something the backend could not
+    see changed them. A run that timed out or died of a signal is not
+    looked at (nothing_intercepted says why)."""
+    if out.run.timed_out or out.run.signal is not None or out.run.skipped:
+        return []
+    if not any(r["ev"] == "init" for r in out.records):
+        return [target_name(combo.spec)]
+    try:
+        seen = explorer.visible(out.records, out.snapdir)[-1][1]
+    except explorer.ExplorerError:
+        return []
+    actual = {}
+    with os.scandir(out.workdir) as it:
+        for e in it:
+            if e.is_file(follow_symlinks=False):
+                with open(e.path, "rb") as fh:
+                    actual[e.name] = fh.read()
+    return sorted(n for n in set(seen) | set(actual)
+                  if seen.get(n) != actual.get(n))
+
+
 def timeout_of(combo, settings):
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
-def cases_of(combo, out, settings, again=None):
-    """The cases of a combo from its baseline OUT. AGAIN: other recorded
-    runs of it and the globs of the files whose names change
-    (record_again). Their calls on the work directory must be the
-    baseline's: those made otherwise are named in the baseline's
-    harness-error, and no case is aimed at them."""
+def cases_of(combo, out, settings, how="preload", again=None):
+    """The cases of a combo from its baseline OUT, recorded with the
+    backend HOW, which runs them all. AGAIN: other recorded runs of it
+    and the globs of the files whose names change (record_again). Their
+    calls on the work directory must be the baseline's: those made
+    otherwise are named in the baseline's harness-error, and no case is
+    aimed at them."""
     pre = combo.prefix
     run = out.run
     cases = []
     if run.skipped:
         reason = skip_reason(run)
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     skip=reason)]
+                     skip=reason, backend=how)]
     blind = scratch_trouble(out, combo) or escapes(out) or \
-        nothing_intercepted(combo, out)
+        nothing_intercepted(combo, out, how) or uring_set_up(out)
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     error=blind)]
+                     error=blind, backend=how)]
     workdir = str(out.workdir)
     others, globs = again or ([], {})
     moving = coords.moved((out.records, workdir), others, touches, globs) \
         if others else []
     if moving:
         cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                          unstable=unstable_text(moving)))
+                          unstable=unstable_text(moving),
+                          backend=how))
     elif "baseline" in settings.kinds:
-        cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline"))
+        cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                          backend=how))
     skip = {c for c, _, _ in moving}
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
@@ -935,7 +993,7 @@ def cases_of(combo, out, settings, again=None):
                 continue
             cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
                               plan=plan, call=coord, at=rec["seq"],
-                              where=[sig[0], sig[1]]))
+                              where=[sig[0], sig[1]], backend=how))
     if "powerloss" in settings.kinds and run.status == 0:
         points = crash_point_records(out.records)
         for model in settings.models:
@@ -947,7 +1005,8 @@ def cases_of(combo, out, settings, again=None):
                 cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
                                   combo=pre, kind="powerloss", call=tag,
                                   model=model, point=i,
-                                  at=rec["seq"] if rec is not None else None))
+                                  at=rec["seq"] if rec is not None else None,
+                                  backend=how))
     return cases
 
 
@@ -1038,12 +1097,14 @@ SEEN_NAME_CALLS = ("rename", "renameat", "renameat2", "unlink", "unlinkat",
 SEEN_OPEN_FLAGS = ("O_CREAT", "O_TRUNC")
 
 
-def nothing_intercepted(combo, out):
+def nothing_intercepted(combo, out, how="preload"):
     """Why the baseline's trace cannot stand for what the program did
-    ("nothing intercepted: ..."), or "" when it can. A static binary (no
-    init record: the library never loaded), raw system calls or io_uring
-    change files behind the library's back: a sweep of such a trace has
-    nothing to fault and no writes to lose, and would pass for nothing."""
+    ("nothing intercepted: ..."), or "" when it can. A static binary
+    under the preload (no init record: the library never loaded), raw
+    system calls under the preload, io_uring or stores through a mapping
+    never synced under either change files behind the backend's back: a
+    sweep of such a trace has nothing to fault and no writes to lose, and
+    would pass for nothing. HOW: the backend that recorded it."""
     if out.run.timed_out or out.run.signal is not None:
         # A program that hangs or dies of a signal before it writes has
         # its own verdict (hang, crashed), which says more than this.
@@ -1056,9 +1117,13 @@ def nothing_intercepted(combo, out):
                else "yet the target changed")
     prog = os.path.basename(out.run.argv[0]) if out.run.argv else "the program"
     if not any(r["ev"] == "init" for r in out.records):
+        if how == "syscall":
+            return (f"nothing intercepted: {prog} did not start under the "
+                    f"system-call supervisor and {changed}")
         return (f"nothing intercepted: the fault library did not load in "
                 f"{prog} (statically linked, or setuid?) and {changed}; "
-                "crashcheck can neither fault nor record it")
+                "the preload can neither fault nor record it (the "
+                "system-call backend can: --backend=syscall or auto)")
     table = calls.table()
     for rec in targeted_calls(out.records, out.workdir):
         c = table.get(rec["call"])
@@ -1066,11 +1131,28 @@ def nothing_intercepted(combo, out):
                 or rec["call"] in SEEN_NAME_CALLS
                 or set(rec.get("flags") or ()) & set(SEEN_OPEN_FLAGS)):
             return ""
+    unseen = ("io_uring or stores through a shared mapping it never syncs, "
+              "which the system-call backend cannot see" if how == "syscall"
+              else "raw system calls, io_uring or a statically linked "
+              "helper, which the preload cannot see (--backend=syscall "
+              "sees system calls)")
     return (f"nothing intercepted: no write, sync, rename or unlink in the "
             f"work directory was traced ({len(trace.calls(out.records))} "
             f"calls traced in all) and {changed}: the program writes "
-            "nothing there, or writes with raw system calls, io_uring or a "
-            "statically linked helper, which crashcheck cannot see")
+            f"nothing there, or writes with {unseen}")
+
+
+def uring_set_up(out):
+    """Why a trace in which the program set up an io_uring cannot stand
+    for what it did, or "": the I/O it submits through the ring is no
+    system call of its own, so it is neither faulted nor traced."""
+    for rec in trace.calls(out.records):
+        if rec["call"] == "io_uring_setup" and rec.get("ret", -1) >= 0:
+            return (f"not seen whole: the program set up an io_uring "
+                    f"(io_uring_setup#{rec['n']}); I/O it submits there is "
+                    "neither faulted nor traced, so its files may change "
+                    "with no call to show it")
+    return ""
 
 
 def point_label(case):
@@ -1257,11 +1339,12 @@ def unseen_text(u):
             f"simulated where it happened")
 
 
-def save_run(out):
+def save_run(out, how="preload"):
     r = out.run
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
-            "stderr": r.stderr_text(), "outlived": r.outlived}
+            "stderr": r.stderr_text(), "outlived": r.outlived,
+            "backend": how}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -1477,12 +1560,14 @@ class Judge:
                 SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
                 else ESCAPE_WHY if case.error.startswith("escapes the scratch")
                 else
-                "The baseline run's trace shows nothing the program did to "
-                "its files, so no fault could reach it and no power cut "
-                "could be simulated: this says nothing about the program and "
-                "is never a pass. crashcheck sees only calls made through "
-                "the dynamic C library (faults/CALLS.md); run a dynamically "
-                "linked build, or one that does its I/O through libc."))
+                "The baseline run's trace does not show what the program "
+                "did to its files, so no fault could reach it and no power "
+                "cut could be simulated: this says nothing about the "
+                "program and is never a pass. The preload sees calls made "
+                "through the dynamic C library, the system-call backend "
+                "(--backend=syscall) the system calls of any program, "
+                "neither I/O through io_uring (faults/CALLS.md; README, "
+                "What crashcheck sees)."))
             return self.result(case, combo, verdict, out, states=0)
         if case.unstable:
             out = load_run(self.work / combo.prefix)
@@ -1566,13 +1651,15 @@ class Judge:
     def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
-        server = self.server_for(combo, scratch)
+        # the supervisor execs every case: the fork server is the preload's
+        server = self.server_for(combo, scratch) \
+            if case.backend == "preload" else None
         try:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
                                reuse_input=reuse, server=server,
                                trace_from=trace_from, trace_full=trace_full,
-                               settings=self.settings)
+                               settings=self.settings, backend=case.backend)
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
@@ -1580,7 +1667,8 @@ class Judge:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
                                reuse_input=True, trace_from=trace_from,
-                               trace_full=trace_full, settings=self.settings)
+                               trace_full=trace_full, settings=self.settings,
+                               backend=case.backend)
 
     def lite_from(self, case, combo):
         """The seq a lite run of CASE starts its trace at, or None for a
@@ -1893,7 +1981,7 @@ class Judge:
         spec = combo.spec
         expected = [e for e in spec.expect if e.applies(
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
-            size=combo.size, call=case.call or None)]
+            size=combo.size, call=case.call or None, backend=case.backend)]
         finding = verdict.verdict not in ("ok", "skipped")
         if verdict.verdict == "harness-error":
             passed = False
@@ -1941,7 +2029,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": reproduce(spec, case),
+            "reproduce": reproduce(spec, case, self.settings.backend),
+            "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
                      "timed_out": run.timed_out if run else False},
@@ -2169,11 +2258,14 @@ def expect_dict(e):
     return {k: v for k, v in e.__dict__.items() if v is not None}
 
 
-def reproduce(spec, case):
-    """One command that reruns this case alone."""
+def reproduce(spec, case, backend="auto"):
+    """One command that reruns this case alone (with the --backend the
+    sweep was given, unless auto: auto decides as it did)."""
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
+    if backend != "auto":
+        return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))
     if hit is None or hit[0] is not spec:
         try:
@@ -2286,11 +2378,16 @@ def uncaught(specs, results):
     for r in results:
         by_workload.setdefault(r["workload"], []).append(r)
     for spec in specs:
+        ran = {r.get("backend", "preload")
+               for r in by_workload.get(spec.name, [])}
         for e in spec.expect:
+            if e.backend is not None and e.backend not in ran:
+                continue    # its backend ran none of this spec's cases
             mine = [r for r in by_workload.get(spec.name, [])
                     if e.applies(kind=r["kind"], model=r["model"],
                                  strategy=r["strategy"], size=r["size"],
-                                 call=r["call"] or None)]
+                                 call=r["call"] or None,
+                                 backend=r.get("backend", "preload"))]
             if any(r["verdict"] == e.verdict for r in mine):
                 continue
             if mine and all(r["verdict"] == "skipped" for r in mine):

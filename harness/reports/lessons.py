@@ -276,7 +276,8 @@ def _caught_by(spec, results):
             if r["verdict"] == e.verdict and e.applies(
                     kind=r.get("kind"), model=r.get("model"),
                     strategy=r.get("strategy"), size=r.get("size"),
-                    call=r.get("call") or None):
+                    call=r.get("call") or None,
+                    backend=r.get("backend", "preload")):
                 return r
     return None
 
