@@ -40,7 +40,7 @@
 
 enum fault_kind {
 	FAULT_ERRNO,		/* fail with err */
-	FAULT_EINTR,		/* write only: fail with EINTR (transient) */
+	FAULT_EINTR,		/* write, fwrite, fflush: fail with EINTR (transient) */
 	FAULT_SHORT,		/* write only: write half (whole O_DIRECT units) */
 	FAULT_DIO_EINVAL,	/* open with O_DIRECT: create the file, then EINVAL */
 	FAULT_DIO_EINVAL_NOCREATE, /* open with O_DIRECT: EINVAL, nothing created */
@@ -129,7 +129,7 @@ FILE *__wrap_fopen(const char *path, const char *mode)
 size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *fp)
 {
 	if (should_fail("fwrite")) {
-		errno = F.err;
+		errno = F.kind == FAULT_EINTR ? EINTR : F.err;
 		return 0;
 	}
 	return __real_fwrite(p, size, n, fp);
@@ -138,7 +138,7 @@ size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *fp)
 int __wrap_fflush(FILE *fp)
 {
 	if (should_fail("fflush")) {
-		errno = F.err;
+		errno = F.kind == FAULT_EINTR ? EINTR : F.err;
 		return EOF;
 	}
 	return __real_fflush(fp);
@@ -578,6 +578,57 @@ static void transient(update_fn *fn, enum fault_kind kind, int loop)
 	scratch_teardown();
 }
 
+/*
+ * An EINTR from the write inside fwrite or fflush (what the syscall
+ * backend gives stdio): the stream cannot be retried where it stopped,
+ * and put_stdio starts its writing over; the update still succeeds, and
+ * in place the file is truncated to the new size.
+ */
+static void stdio_eintr(update_fn *fn, const char *call, int loop)
+{
+	char lines[4][512];
+	const char *bad;
+	int nth, nlines, fired = 0;
+
+	error_prog = "replace";
+	scratch_setup();
+	new_size = sizes[loop % NSIZES];
+	new_data = pattern(new_size, 0x33);
+	old_size = new_size + 5000;
+	old_data = pattern(old_size, 0x44);
+	for (nth = 1; nth < 50; nth++) {
+		scratch_clear();
+		write_file(target, old_data, old_size);
+		arm(call, nth, 0, FAULT_EINTR);
+		ck_assert_int_eq(run_armed(fn, PUT_STDIO, lines, &nlines), 0);
+		ck_assert_msg(nlines == 0, "stdio %zuB %s#%d=EINTR: %s", new_size,
+			      call, nth, lines[0]);
+		bad = differs(target, new_data, new_size);
+		ck_assert_msg(!bad, "stdio %zuB %s#%d=EINTR: target %s",
+			      new_size, call, nth, bad);
+		ck_assert_msg(!*leftovers(), "left behind:%s", leftovers());
+		if (!F.fired)
+			break;
+		fired++;
+	}
+	/* fwrite of nothing is skipped; fflush is always called */
+	if (new_size > 0 || !strcmp(call, "fflush"))
+		ck_assert_int_ge(fired, 1);
+	scratch_teardown();
+}
+
+START_TEST(test_replace_stdio_eintr)
+{
+	stdio_eintr(replace_file, _i < (int)NSIZES ? "fwrite" : "fflush", _i);
+}
+END_TEST
+
+START_TEST(test_overwrite_stdio_eintr)
+{
+	stdio_eintr(overwrite_file, _i < (int)NSIZES ? "fwrite" : "fflush", _i);
+}
+END_TEST
+
 START_TEST(test_replace_eintr)
 {
 	transient(replace_file, FAULT_EINTR, _i);
@@ -685,6 +736,8 @@ static Suite *replace_suite(void)
 	tcase_add_loop_test(tc, test_replace_eintr, 0, 2 * NSIZES);
 	tcase_add_loop_test(tc, test_replace_short_write, 0, 2 * NSIZES);
 	tcase_add_loop_test(tc, test_overwrite_short_write, 0, 2 * NSIZES);
+	tcase_add_loop_test(tc, test_replace_stdio_eintr, 0, 2 * NSIZES);
+	tcase_add_loop_test(tc, test_overwrite_stdio_eintr, 0, 2 * NSIZES);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("refusals");

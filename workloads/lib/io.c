@@ -52,6 +52,19 @@ int io_write_all(int fd, const void *buf, size_t len)
 	return io_write_all_with(write, fd, buf, len);
 }
 
+int io_stdio_restart(FILE *fp)
+{
+	int err = errno;
+
+	if (err != EINTR)
+		return 0;
+	/* fseek also clears the stream's error indicator */
+	if (fseek(fp, 0, SEEK_SET) == 0)
+		return 1;
+	errno = err;
+	return 0;
+}
+
 int io_align_up(size_t n, size_t unit, size_t *out)
 {
 	size_t rem;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Alignment used for O_DIRECT when the kernel does not report one. */
@@ -25,6 +26,16 @@ typedef ssize_t io_write_fn(int fd, const void *buf, size_t len);
  */
 int io_write_all(int fd, const void *buf, size_t len);
 int io_write_all_with(io_write_fn *wr, int fd, const void *buf, size_t len);
+
+/*
+ * After fwrite or fflush on fp failed: whether the caller should write its
+ * whole payload again from the start. Yes (1) for EINTR, with fp rewound:
+ * a transient failure, but stdio cannot be retried where it stopped, since
+ * glibc drops what its buffer held when a write(2) fails and fwrite does
+ * not say how much of its call reached the file. No (0) for any other
+ * error, or when the rewind fails: errno is the stdio call's, to report.
+ */
+int io_stdio_restart(FILE *fp);
 
 /*
  * Round n up to a multiple of unit (unit > 0) into *out. Returns 0, or -1

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../lib/error.h"
+#include "../lib/io.h"
 #include "../lib/replaceable.h"
 
 int put_stdio(const char *path, enum put_mode mode, const void *data,
@@ -45,8 +46,16 @@ int put_stdio(const char *path, enum put_mode mode, const void *data,
 	 * fwrite of 0 bytes returns 0 whether or not anything went wrong, so
 	 * it could not report a failure: an empty payload skips it.
 	 */
+	/*
+	 * EINTR from the write(2) inside fwrite or fflush is transient, but
+	 * stdio has dropped what it held: start again from offset 0 with
+	 * the whole payload, which is still ours (io_stdio_restart).
+	 */
+again:
 	errno = 0;
 	if (size > 0 && fwrite(data, 1, size, fp) != size) {
+		if (io_stdio_restart(fp))
+			goto again;
 		if (errno)
 			err = error_errno("fwrite '%s'", path);
 		else
@@ -59,6 +68,8 @@ int put_stdio(const char *path, enum put_mode mode, const void *data,
 	 * kernel.
 	 */
 	if (fflush(fp) == EOF) {
+		if (io_stdio_restart(fp))
+			goto again;
 		err = error_errno("fflush '%s'", path);
 		goto out;
 	}

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../lib/error.h"
+#include "../lib/io.h"
 #include "../lib/replaceable.h"
 
 int replace_file(const char *target, const void *data, size_t size,
@@ -64,8 +65,12 @@ int replace_file(const char *target, const void *data, size_t size,
 		close(fd);
 		goto out;
 	}
+	/* EINTR: start again from offset 0, as put_stdio does */
+again:
 	errno = 0;
 	if (size > 0 && fwrite(data, 1, size, fp) != size) {
+		if (io_stdio_restart(fp))
+			goto again;
 		if (errno)
 			err = error_errno("fwrite '%s'", tmp);
 		else
