@@ -231,14 +231,24 @@ def test_static_binary_is_flagged(files):
     ldd = subprocess.run(["ldd", str(exe)], capture_output=True, text=True)
     assert "not a dynamic executable" in ldd.stdout + ldd.stderr
     (files / "x").write_bytes(b"x")
-    r = cc("audit", "--out", files / "out", "--new", files / "x",
-           "--", exe, "{target}")
+    r = cc("audit", "--backend", "preload", "--out", files / "out", "--new",
+           files / "x", "--", exe, "{target}")
     assert r.returncode == 1
     assert ("nothing intercepted: the fault library did not load in st "
             "(statically linked, or setuid?) and yet the target changed") \
         in r.stderr
     doc = results(files / "out")
     assert [c["verdict"] for c in doc["cases"]] == ["harness-error"]
+    # auto audits it under the system-call supervisor: it overwrites the
+    # target in place, which an atomic contract does not allow
+    r = cc("audit", "--out", files / "auto", "--new", files / "x",
+           "--", exe, "{target}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = results(files / "auto")
+    assert {c["backend"] for c in doc["cases"]} == {"syscall"}
+    found = {c["id"]: c["verdict"] for c in doc["cases"]}
+    assert found["st-baseline"] == "ok"
+    assert found["st-write#1=crash"] == "torn"
 
 
 # ------------------------------------------------------------- sharding

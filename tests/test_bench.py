@@ -18,8 +18,10 @@ def test_quick_prints_every_row():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = proc.stdout
     for row in ("(a) floor", "(b) sweep", "of which fixed", "(c) strace", "(d) fiu-run",
-                "(e) sweep / floor", "sweep / strace", "sweep / fiu-run",
-                "states/s", "(f) default make run", "(g) scaling"):
+                "(h) sweep --backend syscall", "floor under the supervisor",
+                "syscall / strace", "(e) sweep / floor", "sweep / strace",
+                "sweep / fiu-run", "states/s", "(f) default make run",
+                "(g) scaling"):
         assert row in out, f"expected a '{row}' row in:\n{out}"
     # the scaling table has one line per number of writes, each with a
     # number of cases that grows with it (writes, cases, sweep s, ms/case,

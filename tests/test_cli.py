@@ -296,15 +296,27 @@ def test_inject_says_when_the_library_cannot_load(tmp_path, library):
                           text=True)
     if proc.returncode != 0:
         pytest.skip(f"cannot link statically here: {proc.stderr.strip()}")
-    proc = cli("inject", "write#1=EIO", "--", static, "open", "f", "w,creat",
-               "write", 1, cwd=tmp_path)
+    proc = cli("inject", "--backend=preload", "write#1=EIO", "--", static,
+               "open", "f", "w,creat", "write", 1, cwd=tmp_path)
     assert proc.returncode == 0
     assert "write 1 = 1" in proc.stdout.splitlines()
     assert our_lines(proc.stderr) == [
         f"crashcheck: the fault library did not load in {static} "
-        "(statically linked or setuid?): no rule could fire",
+        "(statically linked or setuid?): no rule could fire "
+        "(--backend=syscall reaches such programs)",
         "crashcheck: never fired: write#1=EIO (the program made no write "
         "calls)"]
+    # auto (the default) sees that the preload cannot enter it, and runs
+    # it under the system-call supervisor, where the rule fires (on the
+    # file: there stdio's writes to stdout are write calls too)
+    (tmp_path / "f").unlink()
+    proc = cli("inject", "write(f)#1=EIO", "--", static, "open", "f",
+               "w,creat", "write", 1, cwd=tmp_path)
+    assert "write 1 = -1 EIO" in proc.stdout.splitlines(), proc.stdout
+    assert our_lines(proc.stderr) == [
+        "crashcheck: ops-static is statically linked: using the system-call "
+        "backend (--backend=syscall)",
+        "crashcheck: fired write(f)#1=EIO (1 call)"]
 
 
 def test_inject_keeps_the_trace_with_trace_option(tmp_path, ops_bin, library):

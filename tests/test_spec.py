@@ -134,6 +134,24 @@ def test_expect_applies():
     assert e.describe() == "not-durable (kind=powerloss, strategy=stdio)"
 
 
+def test_expect_call_by_name_and_backend():
+    """A call given by name alone applies to any call of that name (the
+    syscall backend numbers a program's closes with the loader's), and a
+    backend restricts an entry to the cases run under it."""
+    e = S.Expect(verdict="unreported-error", kind="eio", call="close",
+                 backend="syscall")
+    assert e.applies(kind="eio", call="close#4", backend="syscall")
+    assert e.applies(kind="eio", call="close#4+", backend="syscall")
+    assert not e.applies(kind="eio", call="close#4", backend="preload")
+    assert not e.applies(kind="eio", call="closefrom#1", backend="syscall")
+    assert not e.applies(kind="eio", call=None, backend="syscall")
+    exact = S.Expect(verdict="torn", call="fsync#1")
+    assert exact.applies(call="fsync#1", backend="syscall")
+    assert not exact.applies(call="fsync#11")
+    assert e.describe() == ("unreported-error (kind=eio, call=close, "
+                            "backend=syscall)")
+
+
 # ------------------------------------------------------------------- bad
 
 BAD = [
@@ -221,8 +239,12 @@ BAD = [
      "expect[1].strategy", "no strategies"),
     ("expect-size", changed(expect=[{"verdict": "torn", "size": 4095}]),
      "expect[1].size", "not one of the spec's sizes (0, 1, 4096, 65537)"),
-    ("expect-call", changed(expect=[{"verdict": "torn", "call": "fsync"}]),
+    ("expect-call", changed(expect=[{"verdict": "torn", "call": "fsync#"}]),
      "expect[1].call", "call coordinate"),
+    ("expect-call-upper", changed(expect=[{"verdict": "torn", "call": "Fsync"}]),
+     "expect[1].call", "or a call's name"),
+    ("expect-backend", changed(expect=[{"verdict": "torn", "backend": "ptrace"}]),
+     "expect[1].backend", "preload, syscall"),
     ("expect-call-zero", changed(expect=[{"verdict": "torn", "call": "fsync#0"}]),
      "expect[1].call", "call coordinate"),
     ("expect-unknown", changed(expect=[{"verdict": "torn", "verdit": "x"}]),
