@@ -1,9 +1,10 @@
 /*
  * static-writer TARGET NEWFILE: copy NEWFILE over TARGET in place and
- * fsync it, for the guide's example of a program crashcheck cannot see.
+ * fsync it, for the guide's example of a program the preload cannot see.
  * Built with `cc -static`, it never loads the fault library (a preload
- * needs the dynamic loader), so an audit of it intercepts nothing and
- * must say so instead of passing.
+ * needs the dynamic loader): an audit with --backend preload intercepts
+ * nothing and must say so instead of passing, and the default audits it
+ * under the system-call backend.
  */
 #include <fcntl.h>
 #include <stdio.h>
