@@ -95,17 +95,20 @@ static void stat_path(struct cc_rec *r, const char *path)
 static void use_fd(struct pending *c, pid_t tid, int fd, bool flags)
 {
 	struct cc_rec *r = &c->r;
-	long long pos;
-	int fl;
+	long long pos = -1;
+	struct stat st;
+	int fl, got;
 
 	r->fd = fd;
 	if (fd < 0 || !want_path(r))
 		return;
-	stat_fd(r, tid, fd);
-	sv_fd_path(tid, fd, r->path, sizeof(r->path));
-	if (!tracing(r) || !flags)
-		return;
-	if (sv_fd_info(tid, fd, &pos, &fl)) {
+	flags = flags && tracing(r);
+	got = sv_fd_facts(c->proc, tid, fd, &st, flags ? &fl : NULL, &pos);
+	if (got & SV_GOT_STAT)
+		set_stat(r, &st);
+	sv_fd_path_cached(c->proc, tid, fd, r->has_st ? &r->st : NULL, r->path,
+			  sizeof(r->path));
+	if (got & SV_GOT_FLAGS) {
 		r->fdflags = fl;
 		r->oflags = fl & (O_APPEND | O_DIRECT | O_SYNC | O_DSYNC);
 		c->pos = pos;
@@ -137,7 +140,13 @@ static void snap_fd(struct pending *c, pid_t tid, int fd)
 		stat_fd(r, tid, fd);
 	if (!r->is_reg)
 		return;
-	r->snap_fd = sv_fd_open(tid, fd, 0);
+	/* a kept reader of the inode the call saw, else a fresh one */
+	if (r->has_st) {
+		r->snap_fd = sv_fd_reader(c->proc, tid, fd, &r->st);
+		r->snap_fd_borrowed = r->snap_fd >= 0;
+	}
+	if (r->snap_fd < 0)
+		r->snap_fd = sv_fd_open(tid, fd, 0);
 	if (r->snap_fd >= 0)
 		r->snap |= SNAP_FILE;
 }
@@ -321,7 +330,8 @@ static void shorten(struct pending *c, pid_t tid, pid_t tgid, size_t count)
 	want = p->bytes ? p->bytes : count / 2;
 	if (!want)
 		want = 1;
-	if (sv_fd_info(tid, (int)c->args[0], &pos, &fl) && (fl & O_DIRECT)) {
+	if ((sv_fd_facts(c->proc, tid, (int)c->args[0], NULL, &fl, &pos) & SV_GOT_FLAGS) &&
+	    (fl & O_DIRECT)) {
 		/* fewer bytes, but still whole blocks, or the kernel says EINVAL */
 		align = dio_align(tid, (int)c->args[0]);
 		want -= want % align;
@@ -359,7 +369,7 @@ static bool write_off(struct pending *c, pid_t tid, long long ret)
 		r->has_off = true;
 		return ret > 0;
 	}
-	if (!sv_fd_info(tid, r->fd, &after, &fl))
+	if (!(sv_fd_facts(c->proc, tid, r->fd, NULL, &fl, &after) & SV_GOT_FLAGS))
 		after = -1;
 	if (ret > 0 && after >= 0) {
 		r->off = after - ret;
@@ -389,7 +399,10 @@ static void snap_write(struct pending *c, pid_t tid, bool exact)
 		if (c->data) {
 			r->buf = c->data;
 			r->off_exact = exact;
-			r->snap_fd = sv_fd_open(tid, r->fd, 0);
+			r->snap_fd = sv_fd_reader(c->proc, tid, r->fd, &r->st);
+			r->snap_fd_borrowed = r->snap_fd >= 0;
+			if (r->snap_fd < 0)
+				r->snap_fd = sv_fd_open(tid, r->fd, 0);
 			if (r->snap_fd >= 0) {
 				r->snap |= SNAP_RANGE | SNAP_FILE;
 				return;
@@ -613,6 +626,7 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 	if (!c)
 		cc_die("supervise: out of memory");
 	c->sc = sc;
+	c->proc = t->proc;
 	c->pos = -1;
 	memcpy(c->args, args, sizeof(c->args));
 	r = &c->r;
@@ -631,6 +645,9 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 		r->rule = -1;
 	p = r->rule >= 0 ? &cc.plan.rules[r->rule] : NULL;
 
+	/* the number is free once the call runs, whatever it returns */
+	if (sc == SC_close)
+		sv_fd_forget(t->proc, (int)args[0]);
 	if (p && p->action == PLAN_CRASH) {
 		r->fired = true;
 		cc_trace_pid(tgid);

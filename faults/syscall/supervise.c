@@ -102,6 +102,7 @@ static struct proc *proc_new(pid_t tgid, const struct proc *parent)
 	if (!p)
 		cc_die("supervise: out of memory");
 	p->tgid = tgid;
+	p->pidfd = 0;		/* opened on first use */
 	if (parent) {
 		/* a forked child holds its parent's mappings, and runs its
 		 * program until it execs its own */
@@ -137,6 +138,15 @@ void sv_pending_free(struct pending *c)
 	free(c);
 }
 
+static void proc_free(struct proc *p)
+{
+	if (p->pidfd > 0)
+		close(p->pidfd);
+	sv_fd_forget_all(p);
+	free(p->fds);
+	free(p);
+}
+
 static void task_drop(struct task *t)
 {
 	struct task **pp = &task_hash[t->tid % TASK_HASH];
@@ -146,7 +156,7 @@ static void task_drop(struct task *t)
 	*pp = t->next;
 	sv_pending_free(t->call);
 	if (--t->proc->tasks == 0)
-		free(t->proc);
+		proc_free(t->proc);
 	free(t);
 }
 
@@ -298,6 +308,94 @@ int sv_fd_stat(pid_t tid, int fd, struct stat *st)
 	return stat(proc, st);
 }
 
+static struct fd_ent *fd_ent(struct proc *p, int fd, bool make)
+{
+	if (fd < 0 || fd >= SV_FD_CACHE)
+		return NULL;
+	if (!p->fds) {
+		if (!make || !(p->fds = malloc(sizeof(*p->fds))))
+			return NULL;
+		for (int i = 0; i < SV_FD_CACHE; i++) {
+			p->fds->ent[i].ok = false;
+			p->fds->ent[i].path = NULL;
+			p->fds->ent[i].reader = -1;
+		}
+	}
+	return &p->fds->ent[fd];
+}
+
+void sv_fd_path_cached(struct proc *p, pid_t tid, int fd, const struct stat *st,
+		       char *buf, size_t size)
+{
+	uint64_t gen = cc.sh->names_gen;
+	struct fd_ent *e = st && st->st_nlink ? fd_ent(p, fd, true) : NULL;
+	size_t n;
+
+	if (e && e->ok && e->dev == st->st_dev && e->ino == st->st_ino &&
+	    e->gen == gen && (n = strlen(e->path)) < size) {
+		memcpy(buf, e->path, n + 1);
+		return;
+	}
+	sv_fd_path(tid, fd, buf, size);
+	if (!e)
+		return;
+	free(e->path);
+	e->path = strdup(buf);
+	e->ok = e->path != NULL;
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->gen = gen;
+}
+
+int sv_fd_reader(struct proc *p, pid_t tid, int fd, const struct stat *st)
+{
+	struct fd_ent *e = S_ISREG(st->st_mode) ? fd_ent(p, fd, true) : NULL;
+
+	if (!e)
+		return -1;
+	if (e->reader >= 0 && e->rdev == st->st_dev && e->rino == st->st_ino)
+		return e->reader;
+	if (e->reader >= 0)
+		close(e->reader);
+	e->reader = sv_fd_open(tid, fd, 0);
+	e->rdev = st->st_dev;
+	e->rino = st->st_ino;
+	if (e->reader >= 0) {
+		struct stat mine;
+
+		/* an open file never changes inode: checked once */
+		if (fstat(e->reader, &mine) < 0 || mine.st_dev != st->st_dev ||
+		    mine.st_ino != st->st_ino) {
+			close(e->reader);
+			e->reader = -1;
+		}
+	}
+	return e->reader;
+}
+
+void sv_fd_forget(struct proc *p, int fd)
+{
+	struct fd_ent *e = fd_ent(p, fd, false);
+
+	if (!e)
+		return;
+	e->ok = false;
+	if (e->reader >= 0)
+		close(e->reader);
+	e->reader = -1;
+}
+
+void sv_fd_forget_all(struct proc *p)
+{
+	if (!p->fds)
+		return;
+	for (int i = 0; i < SV_FD_CACHE; i++) {
+		sv_fd_forget(p, i);
+		free(p->fds->ent[i].path);
+		p->fds->ent[i].path = NULL;
+	}
+}
+
 /* a descriptor of our own on the file the thread's FD is open on (a new
  * open file: its offset is ours), -1 when there is none */
 int sv_fd_open(pid_t tid, int fd, int flags)
@@ -308,8 +406,43 @@ int sv_fd_open(pid_t tid, int fd, int flags)
 	return cc_open_read(AT_FDCWD, proc, flags | O_CLOEXEC);
 }
 
+/*
+ * What a call's descriptor is: the stat of its file and, with FLAGS,
+ * its open flags and position. From a duplicate of the descriptor
+ * (pidfd_getfd: the same open file, so the same flags and offset),
+ * fstat, fcntl, lseek and close, about two thirds of what a stat of
+ * /proc/TID/fd/N and a read of its fdinfo cost; from /proc where no
+ * duplicate can be had. What it got: SV_GOT_STAT, SV_GOT_FLAGS.
+ */
+int sv_fd_facts(struct proc *p, pid_t tid, int fd, struct stat *st,
+		int *flags, long long *pos)
+{
+	int got = 0, dup = -1;
+
+	if (p->pidfd == 0)
+		p->pidfd = syscall(SYS_pidfd_open, p->tgid, 0);
+	if (p->pidfd > 0)
+		dup = syscall(SYS_pidfd_getfd, p->pidfd, fd, 0);
+	if (dup < 0) {
+		if (st && sv_fd_stat(tid, fd, st) == 0)
+			got |= SV_GOT_STAT;
+		if (flags && sv_fd_info(tid, fd, pos, flags))
+			got |= SV_GOT_FLAGS;
+		return got;
+	}
+	if (st && fstat(dup, st) == 0)
+		got |= SV_GOT_STAT;
+	if (flags && (*flags = fcntl(dup, F_GETFL)) >= 0) {
+		/* a pipe or a terminal has none: -1, as lseek says */
+		*pos = lseek(dup, 0, SEEK_CUR);
+		got |= SV_GOT_FLAGS;
+	}
+	close(dup);
+	return got;
+}
+
 /* the position and the open flags of the thread's FD, from fdinfo: one
- * read for both, where a descriptor of our own would cost four calls */
+ * read for both */
 bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags)
 {
 	char path[64], buf[256], *p;
@@ -486,7 +619,7 @@ static void on_new(struct task *t, int ev)
 		/* its first stop came first: put it where it belongs */
 		if (tgid == t->proc->tgid && n->proc != t->proc) {
 			if (--n->proc->tasks == 0)
-				free(n->proc);
+				proc_free(n->proc);
 			n->proc = t->proc;
 			t->proc->tasks++;
 		} else if (tgid != t->proc->tgid && n->proc->tasks == 1) {
@@ -536,6 +669,8 @@ static void on_exec(struct task *t)
 		sv_std_outputs(t->tid);
 	t->proc->execd = true;
 	t->proc->shared_maps = 0;
+	/* its close-on-exec descriptors are gone: which, we cannot tell */
+	sv_fd_forget_all(t->proc);
 	sv_exec(t->proc, t->tid == main_pid ? getpid() : ppid_of(t->tid));
 }
 

@@ -39,10 +39,36 @@ extern const struct sc_info sc_table[SC__COUNT];
 /* SECCOMP_RET_DATA of a call of another architecture (x32, i386) */
 #define SC_BADARCH 0xffff
 
+/*
+ * What the supervisor keeps of a process's descriptors between calls: a
+ * descriptor's path (readlink of /proc/TID/fd/N costs a /proc lookup a
+ * call) and a read-only descriptor of our own on its file, for the
+ * snapshots (an open and a close a call). An entry is used only for the
+ * inode the call's stat shows, and a path only while no name changed
+ * since it was read (cc.sh->names_gen) and the file is still linked;
+ * close, exec and the process's end drop it.
+ */
+#define SV_FD_CACHE 1024	/* descriptors 0..SV_FD_CACHE-1 are cached */
+
+struct fd_cache {
+	struct fd_ent {
+		bool ok;		/* path holds fd's link, read for dev/ino */
+		dev_t dev;
+		ino_t ino;
+		uint64_t gen;		/* names_gen before the readlink */
+		char *path;		/* malloc'ed, or NULL */
+		int reader;		/* ours, read-only, on rdev/rino; -1 = none */
+		dev_t rdev;
+		ino_t rino;
+	} ent[SV_FD_CACHE];
+};
+
 /* A process (thread group) of the program. */
 struct proc {
 	pid_t tgid;
 	int tasks;		/* its threads we know */
+	struct fd_cache *fds;	/* its descriptors, NULL until one is cached */
+	int pidfd;		/* pidfd_open of tgid, 0 = not yet, -1 = none */
 	int shared_maps;	/* MAP_SHARED file mappings made (or inherited); 0 = a
 				 * munmap or msync of it cannot concern a file */
 	bool execd;		/* has run the program (or a program of its own): its
@@ -52,6 +78,7 @@ struct proc {
 /* A call a thread is in, between its seccomp stop and its exit stop. */
 struct pending {
 	int sc;			/* enum sc_id */
+	struct proc *proc;	/* the thread's process */
 	struct cc_rec r;
 	uint64_t args[6];	/* as the thread passed them */
 	bool skip;		/* the kernel skipped it: an injected errno, or
@@ -103,6 +130,15 @@ void sv_std_outputs(pid_t pid);
 void sv_kill(pid_t tgid);
 void sv_pending_free(struct pending *c);
 
+/* the path of P's descriptor FD (whose stat is ST) into BUF, from the cache
+ * or /proc; a kept reader of its file (not to be closed), or -1 */
+void sv_fd_path_cached(struct proc *p, pid_t tid, int fd, const struct stat *st,
+		       char *buf, size_t size);
+int sv_fd_reader(struct proc *p, pid_t tid, int fd, const struct stat *st);
+/* FD is closed, or every descriptor is (exec, exit) */
+void sv_fd_forget(struct proc *p, int fd);
+void sv_fd_forget_all(struct proc *p);
+
 /* a thread's registers at its seccomp stop: only what faults change */
 bool sv_set_arg(pid_t tid, int i, uint64_t value);	/* argument I (from 0) */
 bool sv_skip(pid_t tid, long long ret);		/* no call; it returns RET */
@@ -114,6 +150,10 @@ bool sv_read_str(pid_t tid, uint64_t addr, char *buf, size_t size);
 void sv_fd_path(pid_t tid, int fd, char *buf, size_t size);
 int sv_fd_stat(pid_t tid, int fd, struct stat *st);
 bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags);
+#define SV_GOT_STAT 1
+#define SV_GOT_FLAGS 2
+int sv_fd_facts(struct proc *p, pid_t tid, int fd, struct stat *st,
+		int *flags, long long *pos);
 int sv_fd_open(pid_t tid, int fd, int flags);
 void sv_abs_path(pid_t tid, int dirfd, const char *path, char *buf, size_t size);
 
