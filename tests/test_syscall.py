@@ -383,37 +383,61 @@ def wait_gone(pid, limit=30.0):
 
 
 def test_no_tracee_is_left_behind(tmp_path, progs):
-    """A daemon the program starts (double fork, setsid) is a tracee: it
-    dies with the supervisor when the program's first process exits."""
+    """A daemon the program starts (double fork, setsid) is a tracee until
+    the program's first process exits; then, as under the preload, the
+    runner's box names it and kills it."""
     src = tmp_path / "daemon.c"
     src.write_text(DAEMON)
     exe = compile_c(tmp_path / "daemon", src, "-static")
     proc = cc("trace", "--", exe, tmp_path / "pid", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
     pid = int((tmp_path / "pid").read_text())
     try:
         assert wait_gone(pid), f"the daemon {pid} outlived its run"
+        assert f"crashcheck: still running when the program ended, killed: " \
+            f"pid {pid}" in proc.stderr, proc.stderr
     finally:
         if not gone(pid):
             os.kill(pid, signal.SIGKILL)
 
 
-def test_a_killed_supervisor_takes_its_tracees(tmp_path, progs):
-    src = tmp_path / "daemon.c"
-    src.write_text(DAEMON)
-    exe = compile_c(tmp_path / "daemon", src, "-static")
+SLEEPER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+/* writes its pid, then sleeps */
+int main(int argc, char **argv)
+{
+	char buf[32];
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (fd < 0 || write(fd, buf, n) != n || close(fd) < 0)
+		return 1;
+	sleep(600);
+	return 0;
+}
+"""
+
+
+def test_a_killed_supervisor_takes_the_program(tmp_path, progs):
+    src = tmp_path / "sleeper.c"
+    src.write_text(SLEEPER)
+    exe = compile_c(tmp_path / "sleeper", src, "-static")
     sup = subprocess.Popen([str(backend.SUPERVISOR), "--", str(exe),
                             str(tmp_path / "pid")], start_new_session=True)
     try:
         end = time.monotonic() + 30
         while not (tmp_path / "pid").exists() or \
                 not (tmp_path / "pid").read_text().endswith("\n"):
-            assert time.monotonic() < end, "the daemon never started"
+            assert time.monotonic() < end, "the program never started"
             time.sleep(0.05)
         pid = int((tmp_path / "pid").read_text())
         sup.kill()
         sup.wait()
-        assert wait_gone(pid), f"the daemon {pid} outlived its supervisor"
+        try:
+            assert wait_gone(pid), f"the program {pid} outlived its supervisor"
+        finally:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
     finally:
         if sup.poll() is None:
             sup.kill()

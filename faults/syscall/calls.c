@@ -603,8 +603,10 @@ static bool is_std_output(struct pending *c, pid_t tid)
 	struct cc_rec *r = &c->r;
 	struct stat st;
 
+	if (r->fd < 0)
+		return false;
 	if (!r->has_st) {
-		if (sv_fd_stat(tid, (int)c->args[0], &st) < 0)
+		if (sv_fd_stat(tid, r->fd, &st) < 0)
 			return false;
 		set_stat(r, &st);
 	}
@@ -638,11 +640,12 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 	describe(c, tid);
 
 	r->n = ++cc.sh->calls[r->call];
+	/* the program's stdout and stderr: counted, as the trace numbers
+	 * them (glob rules too), never faulted */
 	if (cc.has_rules[r->call])
 		r->rule = plan_fire(&cc.plan, &(struct plan_call){
-			r->call, r->n, r->path, cc.watch, false }, count_rule, NULL);
-	if (r->rule >= 0 && is_write(sc) && is_std_output(c, tid))
-		r->rule = -1;
+			r->call, r->n, r->path, cc.watch, is_std_output(c, tid) },
+			count_rule, NULL);
 	p = r->rule >= 0 ? &cc.plan.rules[r->rule] : NULL;
 
 	/* the number is free once the call runs, whatever it returns */

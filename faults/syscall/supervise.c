@@ -42,10 +42,14 @@
  * trapped and traced, so the harness can say so), and calls of another
  * architecture's ABI (x32, int 0x80), which end the run.
  *
- * Every process of the program is traced; if the supervisor dies, its
- * tracees die with it (PTRACE_O_EXITKILL), and it dies with its parent
- * (PR_SET_PDEATHSIG). It exits as the program's first process exits: with
- * its status, or killed by its signal.
+ * Every process of the program is traced. The supervisor exits as the
+ * program's first process exits: with its status, or killed by its
+ * signal. What the program leaves running is detached then, not killed:
+ * the runner's box (harness/engine/contain.py) names it and kills it, as
+ * for a run of the preload; a process detached with the filter on finds
+ * its file system calls refused (ENOSYS, no tracer). The supervisor dies
+ * with its parent, and the program's first process with the supervisor
+ * (PR_SET_PDEATHSIG).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,8 +80,7 @@
 
 #define OPTIONS (PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK |		\
 		 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |		\
-		 PTRACE_O_TRACEEXEC | PTRACE_O_TRACESECCOMP |		\
-		 PTRACE_O_EXITKILL)
+		 PTRACE_O_TRACEEXEC | PTRACE_O_TRACESECCOMP)
 
 static const char *prog_name;	/* argv[0] of the program, for messages */
 static pid_t main_pid;		/* the program's first process */
@@ -851,8 +854,8 @@ int main(int argc, char **argv)
 	argv++;
 	prog_name = argv[0];
 
-	/* the tracees die with us (PTRACE_O_EXITKILL), and we die with
-	 * whoever started us */
+	/* we die with whoever started us, and the program with us (its
+	 * descendants are the runner's box's) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	cc.backend = "syscall";
 	cc_env_read(false);
