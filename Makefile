@@ -11,6 +11,8 @@
 #                     under CPU load (scripts/stress-check)
 #   make chaos        CHAOS_ROUNDS audits (default 100) while crashcheck's
 #                     own processes are killed and stopped (tests/chaos.py)
+#   make install      install in PREFIX (default /usr/local), under DESTDIR
+#   make uninstall    remove what make install installed there
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -34,6 +36,28 @@ endif
 	$(Q)$(SUBMAKE) -C harness
 	$(Q)$(SUBMAKE) -C tests/unit
 	$(Q)$(PYTHON) -m compileall -q harness
+	$(Q)$(SUBMAKE) man/crashcheck.1
+
+# crashcheck(1), generated from the CLI's own parser and help topics
+# (harness/commands/manpage.py), so the page cannot drift from --help.
+MAN_SOURCES = VERSION faults/calls.def $(wildcard harness/commands/*.py) \
+	harness/judging/oracle.py
+man/crashcheck.1: $(MAN_SOURCES)
+	@mkdir -p man
+	$(QUIET_GEN)$(PYTHON) -P -c 'import sys; sys.path.insert(0, "."); \
+		from harness.commands import manpage; sys.exit(manpage.main())' >$@+
+	$(Q)mv $@+ $@
+
+# Everything a run needs goes to PREFIX/lib/crashcheck, PREFIX/bin/crashcheck
+# links to its command, the man page and docs go under PREFIX/share
+# (scripts/install says what and why). DESTDIR stages it for a package.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: all
+	$(Q)$(PYTHON) scripts/install '$(PREFIX)' '$(DESTDIR)'
+
+uninstall:
+	$(Q)$(PYTHON) scripts/install --uninstall '$(PREFIX)' '$(DESTDIR)'
 
 # Sanitized programs the tests run directly, not through the runner, get
 # the runner's sanitizer policy (harness/engine/sanitizers.py): a report aborts
@@ -93,5 +117,6 @@ endif
 	$(Q)$(SUBMAKE) -C harness clean
 	$(Q)$(SUBMAKE) -C tests/unit clean
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
+	$(Q)$(RM) -r man
 
-.PHONY: all check run fuzz bench stress-check chaos deps clean
+.PHONY: all check run fuzz bench stress-check chaos deps clean install uninstall

@@ -1,10 +1,58 @@
 """crashcheck's Python side, in four parts: commands/ (the CLI), engine/
 (running and sweeping), judging/ (explorer and oracle), reports/."""
 
+import os
+import shutil
 from pathlib import Path
 
-# The repository root: faults/, workloads/ and results/ are found from here.
+# The tree crashcheck runs from: faults/, workloads/ and harness/ are found
+# from here. A checkout, or what `make install` put in PREFIX/lib/crashcheck.
 ROOT = Path(__file__).resolve().parent.parent
+
+# `make install` leaves this file in the installed tree (scripts/install).
+INSTALLED = (ROOT / "INSTALLED").is_file()
+
+
+def _version():
+    # The one place the version is kept: VERSION at the top of the tree,
+    # which `make install` copies and the man page is generated with.
+    try:
+        return (ROOT / "VERSION").read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+VERSION = _version()
+
+
+def results_root():
+    """Where reports go by default: results/ of the tree in a checkout
+    (as `make run` always did), results/ of the current directory once
+    installed (an installed tree is not the user's to write in)."""
+    return Path.cwd() / "results" if INSTALLED else ROOT / "results"
+
+
+def command_name():
+    """How a printed command (a reproduce line) calls crashcheck: from a
+    checkout, scripts/crashcheck relative to the tree when that is the
+    current directory, else its absolute path; once installed,
+    `crashcheck` when that name on PATH is this installation, else
+    PREFIX/bin/crashcheck."""
+    if INSTALLED:
+        exe = ROOT.parent.parent / "bin" / "crashcheck"
+        found = shutil.which("crashcheck")
+        try:
+            if found and Path(found).resolve() == exe.resolve():
+                return "crashcheck"
+        except OSError:
+            pass
+        return str(exe)
+    try:
+        if Path(os.getcwd()).resolve() == ROOT:
+            return "scripts/crashcheck"
+    except OSError:
+        pass
+    return str(ROOT / "scripts" / "crashcheck")
 
 
 def tree_path(path):

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ROOT, UsageError
+from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import outdir, run as runcmd
 from ..engine import sweep
@@ -284,13 +284,7 @@ def rerun_argv(args):
     reproduce command: where the results go and how the work is spread
     (--out, --jobs, --shard, --keep) are left out, so the rerun of one
     case never overwrites the audit's reports."""
-    try:
-        here = Path.cwd()
-        prog = "scripts/crashcheck" if here.resolve() == ROOT else \
-            str(ROOT / "scripts" / "crashcheck")
-    except OSError:
-        prog = str(ROOT / "scripts" / "crashcheck")
-    argv = [prog, "audit"]
+    argv = [command_name(), "audit"]
     for opt, value in (("--old", args.old), ("--new", args.new),
                        ("--target", args.target), ("--contract", args.contract),
                        ("--check", args.check), ("--faults", args.faults),
@@ -369,7 +363,7 @@ def cmd_audit(args):
         old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
 
     name = program_name(program[0])
-    default = runcmd.DEFAULT_OUT / ("rerun" if args.case else f"audit-{name}")
+    default = results_root() / ("rerun" if args.case else f"audit-{name}")
     out = Path(args.out) if args.out else default
     rerun = rerun_argv(args)
     command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)

@@ -23,11 +23,11 @@ import tempfile
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .. import UsageError
+from .. import VERSION, UsageError
 from ..engine import backend as backend_mod
 from ..engine import calls as calls_mod
 from ..engine import plan as plan_mod
-from . import audit, merge as mergecmd, outdir, replay, run as runcmd
+from . import audit, merge as mergecmd, outdir, replay, run as runcmd, topics
 from ..engine import contain, runner
 from ..engine import trace as trace_mod
 
@@ -360,6 +360,55 @@ def cmd_trace(args):
     return report_exit(run, records, say_line)
 
 
+# --- help -----------------------------------------------------------------
+
+def setup_help(p):
+    p.add_argument("topic", metavar="TOPIC", nargs="?",
+                   help="a topic (" + ", ".join(topics.TOPICS) +
+                        ") or a command")
+
+
+def cmd_help(args):
+    """explain a topic (verdicts, plans) or a command
+
+    `crashcheck help verdicts` says what each verdict means, and what
+    caught, NOT CAUGHT and not run mean for a buggy variant; `crashcheck
+    help plans` gives the plan language and the calls a plan can name.
+    `crashcheck help COMMAND` is `crashcheck COMMAND --help`. Without a
+    topic, lists the topics and the commands.
+    """
+    parser = build_parser()
+    topic = args.topic
+    if topic is None:
+        lines = ["topics:"]
+        lines += [f"  {name:10s}{summary}"
+                  for name, (summary, _) in topics.TOPICS.items()]
+        lines += ["commands:"]
+        lines += [f"  {name:10s}{(run.__doc__ or '').strip().partition(chr(10))[0]}"
+                  for name, (_, run) in SUBCOMMANDS.items()]
+        lines += [f"Run '{PROG} help TOPIC' or '{PROG} COMMAND --help'."]
+        print("\n".join(lines))
+        return 0
+    if topic in topics.TOPICS:
+        print(topics.TOPICS[topic][1]())
+        return 0
+    if topic in SUBCOMMANDS:
+        sub = subparser(parser, topic)
+        print(sub.format_help(), end="")
+        return 0
+    raise UsageError(f"help: no topic or command '{topic}' (topics: "
+                     f"{', '.join(topics.TOPICS)}; commands: "
+                     f"{', '.join(SUBCOMMANDS)})")
+
+
+def subparser(parser, name):
+    """The argparse parser of subcommand NAME."""
+    for action in parser._subparsers._group_actions:
+        if name in action.choices:
+            return action.choices[name]
+    raise KeyError(name)
+
+
 SUBCOMMANDS = {
     "inject": (setup_inject, cmd_inject),
     "trace": (setup_trace, cmd_trace),
@@ -367,6 +416,7 @@ SUBCOMMANDS = {
     "replay": (replay.setup_replay, replay.cmd_replay),
     "audit": (audit.setup_audit, audit.cmd_audit),
     "merge": (mergecmd.setup_merge, mergecmd.cmd_merge),
+    "help": (setup_help, cmd_help),
 }
 
 
@@ -376,8 +426,13 @@ def build_parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="crash-consistency and error-handling test harness: "
                     "runs programs under planned I/O faults and crashes",
-        epilog="Run 'crashcheck COMMAND --help' for a command's options. "
+        epilog="Run 'crashcheck COMMAND --help' for a command's options,\n"
+               "'crashcheck help verdicts' and 'crashcheck help plans' for "
+               "those topics.\n"
                "Errors are one line on stderr and exit status 2.")
+    parser.add_argument("--version", action="version",
+                        version=f"{PROG} {VERSION}",
+                        help="print crashcheck's version and exit")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND",
                                 parser_class=ArgumentParser)
     for name, (setup, run) in SUBCOMMANDS.items():

@@ -16,11 +16,10 @@ is missing, the merged report would silently lack cases, so merge refuses.
 import sys
 from pathlib import Path
 
-from .. import ROOT, UsageError
+from .. import UsageError, results_root
 from ..reports import report
 from . import outdir
 
-DEFAULT_OUT = ROOT / "results" / "merged"
 
 
 def setup_merge(p):
@@ -112,7 +111,7 @@ def cmd_merge(args):
     paths = [_results_path(d) for d in args.dirs]
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
-    out = Path(args.out) if args.out else DEFAULT_OUT
+    out = Path(args.out) if args.out else results_root() / "merged"
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: '{out}' is not a directory")
     for p in paths:

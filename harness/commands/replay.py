@@ -13,14 +13,11 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import ROOT, UsageError
-from ..judging import explorer
+from .. import ROOT, UsageError, results_root
+from ..judging import explorer, payload
 from ..engine import spec as specmod
 from ..engine import sweep
 from . import outdir
-
-DEFAULT_RESULTS = ROOT / "results" / "results.json"
-
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -36,7 +33,8 @@ def setup_replay(p):
 
 def find_case(case_id, results_path):
     candidates = [Path(results_path)] if results_path else [
-        DEFAULT_RESULTS, ROOT / "results" / "rerun" / "results.json"]
+        results_root() / "results.json",
+        results_root() / "rerun" / "results.json"]
     for path in candidates:
         if path.exists() and not path.is_file():
             # a directory, a device (/dev/zero would be read for ever)
@@ -99,7 +97,7 @@ def cmd_replay(args):
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
     dest = Path(args.out) if args.out else \
-        ROOT / "results" / "replay" / sweep.safe_name(case_id)
+        results_root() / "replay" / sweep.safe_name(case_id)
     # new, empty or crashcheck's, and one replay at a time (outdir)
     dest = outdir.claim(dest)
 

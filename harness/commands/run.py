@@ -12,12 +12,10 @@ import os
 import signal
 from pathlib import Path
 
-from .. import ROOT, UsageError, tree_path
+from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import spec as specmod
 from ..engine.sweep import KINDS, parse_shard, parse_size
 from . import outdir
-
-DEFAULT_OUT = ROOT / "results"
 
 # pytest's exit statuses (pytest.ExitCode), by name, so this module does
 # not import pytest before it has to.
@@ -205,7 +203,10 @@ def pytest_args(args, spec_paths, out, command):
             # Our plugin has no assert statements to rewrite, and with
             # PYTHONDONTWRITEBYTECODE pytest rewrote it (and the case file)
             # again on every start: 40-50 ms of a one-case run's 0.39 s.
-            "--assert=plain"]
+            "--assert=plain",
+            # No "short test summary": its FAILED lines repeat the FINDING
+            # lines with less in them.
+            "-rN"]
     for p in spec_paths:
         argv += ["--cc-spec", str(p)]
     t = _timeout(args.timeout)
@@ -265,12 +266,12 @@ def sweep(argv, out):
     return 3
 
 
-def out_path(args, default=DEFAULT_OUT):
+def out_path(args, default=None):
     """--out (or DEFAULT), absolute, checked but not yet made or claimed:
     a command refused for another option must change nothing."""
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
-    out = Path(args.out) if args.out else default
+    out = Path(args.out) if args.out else (default or results_root())
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: '{out}' is not a directory")
     return Path(os.path.abspath(out))
@@ -314,10 +315,13 @@ def cmd_run(args):
     if dup:
         raise UsageError(f"two specs are named '{sorted(dup)[0]}'")
     check_selection(args, specs)
-    default = DEFAULT_OUT / "rerun" if args.case else DEFAULT_OUT
+    default = results_root() / "rerun" if args.case else results_root()
     out = out_path(args, default)
-    command = "scripts/crashcheck run " + " ".join(
-        tree_path(p) for p in paths)
+    if INSTALLED:
+        command = f"{command_name()} run " + " ".join(str(p) for p in paths)
+    else:
+        command = "scripts/crashcheck run " + " ".join(
+            tree_path(p) for p in paths)
     if args.backend != "auto":
         command += f" --backend {args.backend}"
     # every option checked before anything is written; a full run's

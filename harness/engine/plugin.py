@@ -26,7 +26,7 @@ import pytest
 
 from .. import ROOT, UsageError, tree_path
 from ..commands import outdir
-from ..reports import lessons, report
+from ..reports import console, lessons, report
 from . import contain, pool, runner, spec as specmod, sweep
 
 CASES_FILE = sweep.CASES_FILE
@@ -555,6 +555,13 @@ def write_reports(config, state, results, interrupted):
     not_caught = [] if selected or interrupted else \
         sweep.uncaught(state.specs, results)
     meta["not_caught"] = not_caught
+    not_run = [] if selected or interrupted else \
+        sweep.not_run(state.specs, results)
+    if not_run:
+        meta["not_run"] = not_run
+    state.not_fixed = sweep.variant_verdicts(
+        state.specs, results, {line.split(":", 1)[0] for line in not_caught})
+    state.not_run = not_run
     # What `crashcheck merge` checks a set of shards against: every shard
     # of one run saw the same enumeration, and all N of them are there.
     shard = config.getoption("--cc-shard")
@@ -623,21 +630,51 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw = terminalreporter
     if state.summary.get("interrupted"):
         return          # told already (_say_interrupted)
+    rerun = bool(config.getoption("--cc-case"))
     failed = [r for r in state.results if not r["passed"]]
     # one line per defect (findings grouped by root cause), its cases
-    # under it
+    # under it, each with the first sentence of its explanation
     for line in report.console_lines(state.results, state.summary):
         tw.line(line)
+    if rerun:
+        # a rerun of a caught variant's case passes, but the user asked to
+        # see that finding
+        for r in state.results:
+            if r["passed"] and r["verdict"] not in ("ok", "skipped"):
+                tw.line(f"CAUGHT {r['id']}: {r['verdict']}: {r['finding']}")
+                why = console.first_sentence(r.get("explanation"))
+                if why:
+                    tw.line(f"  why: {why}")
+                tw.line("  (a finding its spec expects of this buggy "
+                        "variant: the case passes)")
     for line in state.not_caught:
         tw.line(f"NOT CAUGHT {line}")
+    for line in state.not_fixed:
+        tw.line(f"  {line}")
     s = state.summary
     out = state.settings.out
     files = [out / "report.md", out / "report.html", out / "results.json",
              out / "junit.xml"]
     defects = s.get("defects") or []
-    tw.line(f"crashcheck: {len(state.results)} cases, {s.get('findings', 0)} "
-            f"findings ({len(defects)} defect{'' if len(defects) == 1 else 's'}), "
-            f"{len(failed)} failed, {len(state.not_caught)} variants not caught")
+    counts = (f"crashcheck: {len(state.results)} cases, "
+              f"{s.get('findings', 0)} findings ({len(defects)} "
+              f"defect{'' if len(defects) == 1 else 's'}), "
+              f"{len(failed)} failed")
+    if s.get("variants") or state.not_caught:
+        counts += f", {len(state.not_caught)} variants not caught"
+    tw.line(counts)
+    caught = s.get("caught", 0)
+    if caught and not failed and not rerun:
+        tw.line(f"crashcheck: {'all ' if caught > 1 else ''}{caught} "
+                f"finding{'s' if caught != 1 else ''} "
+                f"{'are' if caught != 1 else 'is'} of buggy variants caught "
+                "as their specs expect: a pass, so none is printed "
+                "(report.html lists them)")
+    if state.not_run:
+        n = len(state.not_run)
+        tw.line(f"crashcheck: {n} expectation{'s' if n != 1 else ''} of "
+                f"buggy variants not run (no case of this run applies to "
+                f"{'them' if n != 1 else 'it'}): " + "; ".join(state.not_run))
     unseen = s.get("unseen") or []
     if unseen:
         strict = config.getoption("--cc-strict")

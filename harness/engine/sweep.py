@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ROOT
+from .. import INSTALLED, ROOT, command_name
 from . import backend as backend_mod, calls, contain, coords, fullfs, pool, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
@@ -2268,12 +2268,15 @@ def reproduce(spec, case, backend="auto"):
         return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))
     if hit is None or hit[0] is not spec:
-        try:
-            path = spec.path.resolve().relative_to(ROOT)
-            prog = "scripts/crashcheck"
-        except ValueError:
-            path = spec.path.resolve()
-            prog = str(ROOT / "scripts" / "crashcheck")
+        if INSTALLED:               # the tree is not the user's directory
+            path, prog = spec.path.resolve(), command_name()
+        else:
+            try:
+                path = spec.path.resolve().relative_to(ROOT)
+                prog = "scripts/crashcheck"
+            except ValueError:
+                path = spec.path.resolve()
+                prog = str(ROOT / "scripts" / "crashcheck")
         hit = _RERUN[id(spec)] = (spec, f"{prog} run {path}")
     return f"{hit[1]} --case '{case.id}'"
 
@@ -2370,10 +2373,9 @@ def state_readme(res, crash, got, old, new):
     return "\n".join(lines) + "\n"
 
 
-def uncaught(specs, results):
-    """One line per expectation of a buggy variant that no case met, e.g.
-    'no-fsync: expected not-durable (kind=powerloss), got no such case'."""
-    lines = []
+def _expectations(specs, results):
+    """(spec, expect, the results it applies to) for every buggy-variant
+    expectation."""
     by_workload = {}
     for r in results:
         by_workload.setdefault(r["workload"], []).append(r)
@@ -2388,12 +2390,52 @@ def uncaught(specs, results):
                                  strategy=r["strategy"], size=r["size"],
                                  call=r["call"] or None,
                                  backend=r.get("backend", "preload"))]
-            if any(r["verdict"] == e.verdict for r in mine):
-                continue
-            if mine and all(r["verdict"] == "skipped" for r in mine):
-                continue    # cannot run here; the report lists the reason
-            seen = sorted({r["verdict"] for r in mine})
-            lines.append(f"{spec.name}: expected {e.describe()}, "
-                         + (f"got only {', '.join(seen)}" if seen
-                            else "but no case applies"))
+            yield spec, e, mine
+
+
+def uncaught(specs, results):
+    """One line per expectation of a buggy variant that no case met, e.g.
+    'no-fsync: expected not-durable (kind=powerloss), got only ok'. An
+    expectation no case of the run applies to (an ext4-ordered one under
+    --model posix) was not run, and is not listed (not_run)."""
+    lines = []
+    for spec, e, mine in _expectations(specs, results):
+        if not mine or any(r["verdict"] == e.verdict for r in mine):
+            continue
+        if all(r["verdict"] == "skipped" for r in mine):
+            continue    # cannot run here; the report lists the reason
+        seen = sorted({r["verdict"] for r in mine})
+        lines.append(f"{spec.name}: expected {e.describe()}, "
+                     f"got only {', '.join(seen)}")
+    return lines
+
+
+def not_run(specs, results):
+    """The expectations no case of the run applies to: 'variant: verdict
+    (where)' each. They neither pass nor fail: the run did not look."""
+    return [f"{spec.name}: {e.describe()}"
+            for spec, e, mine in _expectations(specs, results) if not mine]
+
+
+def variant_verdicts(specs, results, names):
+    """For each buggy variant of NAMES (those with an expectation not
+    caught): one line saying whether it is fixed, which is only when
+    every case of it is ok, or else which findings it still shows, so
+    that a fix that moved the bug elsewhere does not read as one."""
+    lines = []
+    for spec in specs:
+        if spec.name not in names:
+            continue
+        found = {}
+        for r in results:
+            if r["workload"] == spec.name and r["verdict"] not in (
+                    "ok", "skipped"):
+                found[r["verdict"]] = found.get(r["verdict"], 0) + 1
+        if not found:
+            lines.append(f"{spec.name}: every case is ok now: fixed")
+        else:
+            shown = ", ".join(f"{v} ({n} case{'' if n == 1 else 's'})"
+                              for v, n in sorted(found.items()))
+            lines.append(f"{spec.name}: not fixed: its cases still show "
+                         f"{shown}")
     return lines

@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .. import UsageError
+from .console import first_sentence
 # The fault classes, in the order the matrix shows them, and the verdicts,
 # in the order reports list them: the oracle's (crash-model.md's).
 from ..judging.oracle import KINDS, VERDICTS
@@ -982,7 +983,8 @@ def _defect_cases(defect, by_id):
 def console_lines(cases, summary, per_defect=10):
     """The short story of a run's findings for a terminal: each failing
     defect on one line with how many cases it was seen in, then up to
-    PER_DEFECT of its failing cases (FINDING line and reproduce command),
+    PER_DEFECT of its failing cases (FINDING line, the first sentence of
+    its explanation, reproduce command),
     then how many more; then the other failing cases (harness errors, a
     buggy variant's case that caught nothing), one by one."""
     by_id = {c["id"]: c for c in cases}
@@ -995,6 +997,9 @@ def console_lines(cases, summary, per_defect=10):
         members = [c for c in _defect_cases(d, by_id) if not c["passed"]]
         for c in members[:per_defect]:
             lines.append(f"  FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            why = first_sentence(c.get("explanation"))
+            if why:
+                lines.append(f"    why: {why}")
             if c.get("reproduce"):
                 lines.append(f"    reproduce: {c['reproduce']}")
         if len(members) > per_defect:
@@ -1004,6 +1009,9 @@ def console_lines(cases, summary, per_defect=10):
     for c in sorted(cases, key=lambda c: c["id"]):
         if not c["passed"] and c["id"] not in shown:
             lines.append(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            why = first_sentence(c.get("explanation"))
+            if why:
+                lines.append(f"  why: {why}")
             if c.get("reproduce"):
                 lines.append(f"  reproduce: {c['reproduce']}")
     return lines

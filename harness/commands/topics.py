@@ -1,0 +1,142 @@
+"""`crashcheck help TOPIC`: the topics that are not one command's options.
+
+Each topic is a function returning its text, built where it can be from
+the tables the harness itself runs on (the verdicts of the oracle, the
+calls of faults/calls.def), so that the help cannot name a verdict or a
+call the harness does not know. The man page (harness/commands/manpage.py)
+prints the same topics as sections of its own.
+"""
+
+import textwrap
+
+from ..engine import calls as calls_mod
+from ..judging import oracle
+
+# What each verdict means (docs/crash-model.md, "Verdicts"). Only those the
+# oracle gives are shown; a verdict the oracle gives and this table lacks
+# fails tests/test_cli.py.
+MEANINGS = {
+    "ok": "the contract held",
+    "unreported-error":
+        "a hard fault (ENOSPC, EIO) hit a call on the data path, the "
+        "program exited 0 without naming the error, and the data is at risk",
+    "ignored-error":
+        "the same, but every crash state after exit still holds the new "
+        "content: error checking is broken, though nothing was lost this "
+        "time",
+    "lost-update":
+        "the program exited 0, but the target it left is not the new content",
+    "torn":
+        "the target exists but is neither the old nor the new content, "
+        "where the contract forbids that",
+    "missing": "the target is gone where the contract requires old or new",
+    "not-durable":
+        "the program exited 0, but a crash state after its exit lacks the "
+        "new content: a power cut then would lose what it claimed to save",
+    "gave-up-on-transient":
+        "a transient fault (EINTR, a short write) made the program exit "
+        "non-zero; it should have retried or written the rest",
+    "crashed": "the program died of a signal crashcheck did not send",
+    "hang": "it ran past its time limit (its process group was killed)",
+    "skipped":
+        "the case cannot run here, with the reason (e.g. O_DIRECT "
+        "unsupported on this filesystem)",
+    "harness-error":
+        "the case tested nothing: its planned fault never fired, the "
+        "baseline failed with no fault, or nothing of the program was "
+        "intercepted. A failure, never a pass",
+}
+
+
+def _table(rows, width=78, indent=2, gap=2):
+    """Two columns: a name, then its text wrapped beside it."""
+    left = max(len(name) for name, _ in rows) + gap
+    lines = []
+    for name, text in rows:
+        wrapped = textwrap.wrap(text, width - indent - left) or [""]
+        lines.append(" " * indent + name.ljust(left) + wrapped[0])
+        lines += [" " * (indent + left) + w for w in wrapped[1:]]
+    return lines
+
+
+def _para(text, width=78):
+    return textwrap.fill(" ".join(text.split()), width)
+
+
+def verdicts(width=78):
+    rows = [(v, MEANINGS[v]) for v in oracle.VERDICTS]
+    return "\n".join([
+        _para("""Every case ends in exactly one verdict. A finding is a case
+              whose verdict is neither ok nor skipped; the console prints it
+              as FINDING ID: VERDICT: what was expected and what was found,
+              then the command that reruns it.""", width),
+        "",
+        *_table(rows, width),
+        "",
+        _para("""A hard fault does not oblige a program to fail: one that
+              names the error on stderr, writes its data again to a fresh
+              file and syncs that, and leaves the new content in every
+              crash state after exit, is ok ("recovered"). Calling fsync
+              again on the same data is not a recovery: after a failed
+              fsync Linux drops the dirty data it covered, so the retry
+              succeeds and the data is still not on disk (not-durable).""", width),
+        "",
+        _para("""Buggy variants (specs with [[expect]]): a case passes when
+              its verdict is one the spec expects of it (the variant is
+              caught). A variant is NOT CAUGHT when some expectation is met
+              by no case of the run, and fixed only when its sweep is clean;
+              an expectation no case of the run applies to (say, an
+              ext4-ordered one under --model posix) is not run, and fails
+              nothing.""", width),
+        "",
+        "The contract they are judged by: docs/crash-model.md.",
+    ])
+
+
+def plans(width=78):
+    table = calls_mod.table()
+    order = ("eintr", "short", "enospc", "eio", "crash")
+    rows = []
+    for name, call in table.items():
+        faults = [k for k in order if k in call.faults]
+        if "errno" in call.faults:
+            faults.append("any errno by hand")
+        rows.append((name, ", ".join(faults) or "none"))
+    return "\n".join([
+        "A plan names the calls to fail and how:",
+        "",
+        "  PLAN   := RULE (';' RULE)*",
+        "  RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION",
+        "  ACTION := ERRNO-NAME | 'short' [ ':' BYTES ] | 'crash' | 'crash-after'",
+        "",
+        *_table([
+            ("N", "counts calls to CALL from 1, across the whole process "
+                  "tree; with (GLOB), only calls on a path matching it "
+                  "(fnmatch, against the full path and its last component)"),
+            ("+", "fire on that call and every later one (a full disk "
+                  "stays full)"),
+            ("ERRNO-NAME", "fail the call with that errno: EIO, ENOSPC, "
+                           "EINTR, EDQUOT, EFBIG, EROFS, ..."),
+            ("short[:B]", "really write B bytes (default half, at least 1; "
+                          "on an O_DIRECT descriptor rounded down to its "
+                          "alignment) and return that count"),
+            ("crash", "SIGKILL just before the call"),
+            ("crash-after", "SIGKILL just after it returns"),
+        ], width),
+        "",
+        "Examples: fsync#1=EIO  write#3+=ENOSPC  write(*.tmp)#2=short:100",
+        "          rename#1=crash  'fsync#1=EIO;rename#1=crash'",
+        "",
+        _para("""Try one with `crashcheck trace -- PROGRAM ARGS` (the calls
+              numbered as plans count them), then `crashcheck inject PLAN --
+              PROGRAM ARGS`. The calls a plan can name, and the fault
+              classes a sweep plans for each (from faults/calls.def):""", width),
+        "",
+        *_table(rows, width),
+    ])
+
+
+TOPICS = {
+    "verdicts": ("what each verdict means, caught and not caught", verdicts),
+    "plans": ("the plan language, and the calls a plan can name", plans),
+}

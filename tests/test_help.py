@@ -1,0 +1,85 @@
+"""crashcheck --version, `crashcheck help TOPIC`, and the man page made
+from the same parser: one source for each, so that none can drift."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # noqa: E402
+from harness.commands import cli, manpage, topics  # noqa: E402
+from harness.engine import calls  # noqa: E402
+from harness.judging import oracle  # noqa: E402
+
+CRASHCHECK = ROOT / "scripts" / "crashcheck"
+
+
+def cc(*args):
+    return subprocess.run([str(CRASHCHECK), *args], cwd="/",
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_version_comes_from_the_version_file():
+    r = cc("--version")
+    version = (ROOT / "VERSION").read_text().strip()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+    assert (r.returncode, r.stdout, r.stderr) == \
+        (0, f"crashcheck {version}\n", "")
+
+
+def test_help_verdicts_names_every_verdict_the_oracle_gives():
+    r = cc("help", "verdicts")
+    assert r.returncode == 0, r.stderr
+    for verdict in oracle.VERDICTS:
+        assert re.search(rf"^  {re.escape(verdict)} +\S", r.stdout, re.M), \
+            verdict
+    assert "NOT CAUGHT" in r.stdout and "not run" in r.stdout
+    # the table has a meaning for each (a new verdict needs one)
+    assert set(oracle.VERDICTS) <= set(topics.MEANINGS)
+
+
+def test_help_plans_lists_the_call_table():
+    r = cc("help", "plans")
+    assert r.returncode == 0, r.stderr
+    assert "RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION" in r.stdout
+    for name in calls.table():
+        assert re.search(rf"^  {re.escape(name)} +\S", r.stdout, re.M), name
+    # every example it gives is a plan planck accepts
+    from harness.engine import plan
+    m = re.search(r"^Examples: (.*)\n {10}(.*)$", r.stdout, re.M)
+    words = " ".join(m.groups()).replace("'", "").split()
+    assert len(words) >= 5
+    for w in words:
+        assert plan.parse(w)["rules"], w
+
+
+def test_help_without_topic_and_bad_topic():
+    r = cc("help")
+    assert r.returncode == 0
+    for name in list(topics.TOPICS) + list(cli.SUBCOMMANDS):
+        assert re.search(rf"^  {name} ", r.stdout, re.M), name
+    r = cc("help", "audit")
+    assert r.returncode == 0 and r.stdout.startswith("usage: crashcheck audit")
+    r = cc("help", "verdict")
+    assert r.returncode == 2
+    assert r.stderr.startswith("crashcheck: help: no topic or command "
+                               "'verdict'")
+    assert r.stderr.count("\n") == 1
+
+
+def test_man_page_has_every_option_of_every_command():
+    page = manpage.page()
+    text = page.replace("\\-", "-").replace("\\e", "\\")
+    parser = cli.build_parser()
+    for name in cli.SUBCOMMANDS:
+        sub = cli.subparser(parser, name)
+        assert f'.SS "{name}"' in text, name
+        for action in sub._actions:
+            for option in action.option_strings:
+                assert option in text, (name, option)
+    for topic in topics.TOPICS:
+        assert f".SH {topic.upper()}" in page
+    # the built page is the one make keeps in man/
+    built = ROOT / "man" / "crashcheck.1"
+    assert built.read_text() == page, "man/crashcheck.1 is stale: run make"
