@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from .. import ROOT, UsageError, results_root
-from ..judging import explorer, payload
+from ..judging import explorer
 from ..engine import spec as specmod
 from ..engine import sweep
 from . import outdir
