@@ -35,6 +35,12 @@ def test_quick_prints_every_row():
     # and the slope between each two rows: sweep / program, microseconds
     slopes = re.findall(r"^\s+(\d+) -> (\d+)\s+-?[\d.]+ / -?[\d.]+$", out, re.M)
     assert slopes == [("1", "10"), ("10", "100")], out
+    # and it says, first and last, that its figures mean nothing, and
+    # holds none of them against a target
+    warning = "--quick: these figures mean nothing"
+    assert out.count(warning) == 2, out
+    assert out.strip().splitlines()[-4].strip().startswith(warning), out
+    assert "target" not in out, out
 
 
 @pytest.mark.parametrize("args, problem", [
