@@ -3,6 +3,7 @@
 #
 #   make              build everything (workloads, faults, unit tests)
 #   make check        build, then run the Check unit tests and pytest
+#   make check-docs   run every example of README.md and docs/, slow ones too
 #   make run          build, then sweep the built-in corpus (results/)
 #   make fuzz         fuzz the plan parser, the spec reader and the trace
 #                     reader (FUZZ_TIME seconds each, default 60)
@@ -73,6 +74,11 @@ check: all
 	$(Q)$(SUBMAKE) -C faults check
 	$(Q)$(PYTHON) -m pytest $(PYTEST_FLAGS) tests/
 
+# Every example of the docs, the slow ones too (make check runs the quick
+# ones): tests/test_docs.py.
+check-docs: all
+	$(Q)CRASHCHECK_DOCS=all $(PYTHON) -m pytest $(PYTEST_FLAGS) tests/test_docs.py
+
 # The sweep over every spec of the built-in corpus; reports in results/.
 # RUN_FLAGS adds crashcheck run options, e.g. RUN_FLAGS='--model posix'.
 run: all
@@ -119,4 +125,4 @@ endif
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 	$(Q)$(RM) -r man
 
-.PHONY: all check run fuzz bench stress-check chaos deps clean install uninstall
+.PHONY: all check check-docs run fuzz bench stress-check chaos deps clean install uninstall

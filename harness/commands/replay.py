@@ -70,6 +70,12 @@ def spec_for(case, summary, results_path):
             continue
         if spec.name == case["workload"]:
             return spec
+    if not (summary.get("run") or {}).get("specs") and \
+            " audit " in f" {summary.get('command', '')} ":
+        raise UsageError(f"{results_path} holds an audit's results, and "
+                         "replay reruns cases of crashcheck run only: rerun "
+                         "the case with its reproduce command, with --keep "
+                         "to keep its directory")
     raise UsageError(f"the spec of workload '{case['workload']}' named in "
                      f"{results_path} is gone or changed")
 

@@ -1,0 +1,165 @@
+"""The docs as a user reads them: README.md is a page, every link leads
+somewhere, and every example runs as written from the top of a fresh
+tree (STYLE.md: "every example in the docs runs as written").
+
+An example is a fenced block whose info string is `sh`: it runs with bash
+in a copy of the built tree (no .git, no results/), each command's exit
+status checked (0, or 1 for findings and failed updates, or 137 for a
+planned crash; a usage error, 2, or a missing command fails the example).
+A `text` block right after it is its output: each line must appear, in
+order, in what the block printed; `...` stands for any text within a
+line, and a line that is only `...` for any lines. `sh slow` blocks run
+only with CRASHCHECK_DOCS=all (make check-docs): they take minutes.
+Blocks without an info string, `toml` and `yaml` are shown, not run.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+SLOW = os.environ.get("CRASHCHECK_DOCS") == "all"
+
+_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", re.M | re.S)
+
+
+def blocks(path):
+    """[(info, body, line number)] of PATH's fenced blocks."""
+    text = path.read_text()
+    return [(m.group(1).strip(), m.group(2),
+             text.count("\n", 0, m.start()) + 1)
+            for m in _FENCE.finditer(text)]
+
+
+def examples():
+    """(doc, line, script, expected output or None, slow) of every example."""
+    out = []
+    for path in DOCS:
+        found = blocks(path)
+        for i, (info, body, line) in enumerate(found):
+            if info.split()[:1] != ["sh"]:
+                continue
+            expected = None
+            if i + 1 < len(found) and found[i + 1][0] == "text":
+                expected = found[i + 1][1]
+            out.append((path.relative_to(ROOT), line, body, expected,
+                        "slow" in info.split()[1:]))
+    return out
+
+
+EXAMPLES = examples()
+
+
+def test_readme_is_a_page():
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= 300, f"README.md has {lines} lines: move detail to docs/"
+
+
+def slug(heading):
+    """GitHub's anchor for a heading."""
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def anchors(path):
+    return {slug(m.group(1)) for m in re.finditer(
+        r"^#+ (.*)$", path.read_text(), re.M)}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_links_lead_somewhere(doc):
+    text = _FENCE.sub("", doc.read_text())
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue                    # https:, mailto:
+        file, _, anchor = target.partition("#")
+        dest = (doc.parent / file).resolve() if file else doc
+        assert dest.exists(), f"{doc.name}: link to missing {target}"
+        if anchor and dest.suffix == ".md":
+            assert anchor in anchors(dest), \
+                f"{doc.name}: no heading '#{anchor}' in {dest.name}"
+
+
+def test_there_are_examples():
+    docs = {str(doc) for doc, *_ in EXAMPLES}
+    assert {"README.md", "docs/guide.md"} <= docs, docs
+
+
+@pytest.fixture(scope="module")
+def fresh_tree(tmp_path_factory):
+    """The built tree as a fresh clone would have it after make: no .git,
+    no results, nothing an earlier example left."""
+    dest = tmp_path_factory.mktemp("docs") / "crashcheck"
+
+    def ignore(d, names):
+        if Path(d) == ROOT:
+            return [n for n in names if n in (".git", "results", "demo")]
+        return [n for n in names if n == "__pycache__"]
+    shutil.copytree(ROOT, dest, symlinks=True, ignore=ignore)
+    return dest
+
+
+# each command's status is checked: allowed are 0, 1 (findings, a
+# program's reported failure) and 137 (a planned crash)
+PRELUDE = """\
+trap 's=$?; case $s in 1|137) ;; *) echo "status $s: $BASH_COMMAND" >>"$DOCS_ERRORS" ;; esac' ERR
+"""
+
+
+def normal(line):
+    """What may differ from machine to machine: the number of jobs."""
+    return re.sub(r"\(\d+ jobs\)", "(N jobs)", line.rstrip())
+
+
+def match_output(expected, got):
+    """Every line of EXPECTED in GOT, in order (other lines may come
+    between); `...` matches any text within a line."""
+    lines = [normal(line) for line in got.splitlines()]
+    pos = 0
+    for want in expected.splitlines():
+        if want.strip() == "...":
+            continue
+        pattern = re.compile(".*".join(re.escape(p) for p in
+                                       normal(want).split("...")) + r"\Z")
+        while pos < len(lines) and not pattern.match(lines[pos]):
+            pos += 1
+        if pos == len(lines):
+            return f"expected the line\n  {want}\nin this order in:\n{got}"
+        pos += 1
+    return None
+
+
+@pytest.mark.parametrize(
+    "doc, line, script, expected, slow", EXAMPLES,
+    ids=[f"{d}:{n}" for d, n, *_ in EXAMPLES])
+def test_example_runs_as_written(fresh_tree, tmp_path, doc, line, script,
+                                 expected, slow):
+    if slow and not SLOW:
+        pytest.skip("a slow example: make check-docs runs it")
+    errors = tmp_path / "errors"
+    errors.touch()
+    r = subprocess.run(["bash", "-c", PRELUDE + script], cwd=fresh_tree,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=900,
+                       env=dict(os.environ, DOCS_ERRORS=str(errors),
+                                PYTHONUNBUFFERED="1"))
+    failed = errors.read_text()
+    assert not failed, f"{doc}:{line}: {failed}\n{r.stdout}"
+    assert "Traceback" not in r.stdout, r.stdout
+    if expected is not None:
+        problem = match_output(expected, r.stdout)
+        assert problem is None, f"{doc}:{line}: {problem}"
+
+
+def test_output_matching():
+    got = "a\nb: 12 cases (2 jobs)\nc\nd"
+    assert match_output("a\nb: ... cases (8 jobs)\nd", got) is None
+    assert match_output("...\nc", got) is None
+    assert match_output("c\nb: ... cases (2 jobs)", got) is not None
+    assert match_output("e", got) is not None
