@@ -41,14 +41,16 @@ def test_every_finding_says_why(tmp_path):
     cases = {c["id"]: c for c in json.loads(
         (tmp_path / "results.json").read_text())["cases"]}
     lines = r.stdout.splitlines()
+    # a finding is printed under its defect, indented, or alone
     findings = [i for i, line in enumerate(lines)
-                if line.startswith("FINDING ")]
+                if line.lstrip().startswith("FINDING ")]
     assert len(findings) == sum(not c["passed"] for c in cases.values()) > 0
     for i in findings:
+        indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())] + "  "
         case = cases[lines[i].split()[1].rstrip(":")]
-        assert lines[i + 1] == "  why: " + console.first_sentence(
+        assert lines[i + 1] == indent + "why: " + console.first_sentence(
             case["explanation"])
-        assert lines[i + 2].startswith("  reproduce: ")
+        assert lines[i + 2].startswith(indent + "reproduce: ")
     # an audit has no buggy variants to count, and pytest's FAILED
     # lines no longer repeat the findings
     assert "variants not caught" not in r.stdout

@@ -17,6 +17,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,28 @@ def test_links_lead_somewhere(doc):
         if anchor and dest.suffix == ".md":
             assert anchor in anchors(dest), \
                 f"{doc.name}: no heading '#{anchor}' in {dest.name}"
+
+
+def test_toml_examples_load():
+    """An ignore file or a spec shown in the docs is one crashcheck
+    accepts."""
+    sys.path.insert(0, str(ROOT))
+    from harness.engine import spec
+    from harness.reports import regress
+    seen = 0
+    for path in DOCS:
+        for info, body, line in blocks(path):
+            if info != "toml":
+                continue
+            f = Path(tempfile.mkdtemp()) / "x.toml"
+            f.write_text(body)
+            if "[[ignore]]" in body:
+                regress.load_ignore(f)
+            elif "command =" in body:
+                spec.load(f)
+            seen += 1
+            shutil.rmtree(f.parent)
+    assert seen >= 2
 
 
 def test_there_are_examples():

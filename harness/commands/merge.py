@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from .. import UsageError, results_root
-from ..reports import report
+from ..reports import regress, report, sarif
 from . import outdir
 
 
@@ -27,6 +27,13 @@ def setup_merge(p):
                    help="a shard's results directory (or its results.json)")
     p.add_argument("--out", metavar="DIR",
                    help="where the merged reports go (default: results/merged/)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="an earlier run's results.json: as for run and audit "
+                        "(give it here too, for the list of fixed findings)")
+    p.add_argument("--ignore", metavar="FILE",
+                   help="an ignore file, as for run and audit (default: "
+                        ".crashcheck.toml in the current directory, when "
+                        "there is one)")
 
 
 def _results_path(item):
@@ -99,9 +106,11 @@ def cmd_merge(args):
 
     Reads each DIR's results.json (from `crashcheck run` or `audit` with
     --shard K/N), checks they are all N shards of one run, and writes
-    results.json, report.md, report.html and junit.xml to --out (default
-    results/merged/), as the unsharded run would have. Results that are not
-    shards (e.g. runs of different specs) are merged as they are.
+    results.json, report.md, report.html, junit.xml and results.sarif to
+    --out (default results/merged/), as the unsharded run would have.
+    Results that are not shards (e.g. runs of different specs) are merged
+    as they are. --baseline and --ignore apply to the merged cases as they
+    do to a run's.
 
     Exit status: 0 when the merged run has no failed case and every buggy
     variant is caught; 1 otherwise (the failures are listed); 2 for bad
@@ -117,6 +126,7 @@ def cmd_merge(args):
     for p in paths:
         if p.parent.resolve() == out.resolve():
             raise UsageError(f"--out: '{out}' is one of the inputs")
+    policy = regress.policy_from(args.baseline, args.ignore)
     enumerated = check_shards(paths)
     cases, meta = report.merge(paths)
     meta.pop("shard", None)
@@ -125,16 +135,27 @@ def cmd_merge(args):
             raise UsageError(f"the shards hold {len(cases)} cases, the run "
                              f"enumerated {enumerated['cases']}")
         meta["enumerated"] = enumerated
+    # a shard's baseline and ignore facts are its own part's: the merged
+    # run's are computed here, when --baseline or an ignore file is given
+    meta.pop("baseline", None)
+    meta.pop("ignore", None)
+    if policy:
+        for c in cases:
+            policy.apply(c)
+        meta.update(policy.summary(cases))
     # checked whole before anything is written; new, empty or ours
     out = outdir.claim(out)
     summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
+    sarif.write(out / "results.sarif", cases, summary)
     for line in report.console_lines(cases, summary):
         print(line)
     for line in summary["not_caught"]:
         print(f"NOT CAUGHT {line}")
+    for line in regress.console_lines(summary.get("run") or {}):
+        print(line)
     print("crashcheck: " + " ".join(report.summary_sentences(summary)))
     print("crashcheck: reports: " + ", ".join(
         str(out / f) for f in ("report.md", "report.html", "results.json",
-                               "junit.xml")))
+                               "junit.xml", "results.sarif")))
     sys.stdout.flush()
     return 0 if summary["passed"] else 1

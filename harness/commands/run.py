@@ -16,6 +16,7 @@ from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_pat
 from ..engine import spec as specmod
 from ..engine.sweep import KINDS, parse_shard, parse_size
 from . import outdir
+from ..reports import regress
 
 # pytest's exit statuses (pytest.ExitCode), by name, so this module does
 # not import pytest before it has to.
@@ -76,6 +77,15 @@ def add_sweep_options(p):
     p.add_argument("--home", action="store_true",
                    help="give each run an empty HOME of its own in its "
                         "scratch (every run has its own TMPDIR there)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="an earlier run's results.json: its findings are "
+                        "known (reported, not failing), new ones fail, "
+                        "fixed ones are listed")
+    p.add_argument("--ignore", metavar="FILE",
+                   help="findings to accept, each with its reason "
+                        "([[ignore]] case, verdict, reason; default: "
+                        ".crashcheck.toml in the current directory, when "
+                        "there is one)")
     p.add_argument("--exec-each", action="store_true",
                    help="exec the program for every case instead of forking "
                         "it from one exec per command line (slower; the "
@@ -176,6 +186,19 @@ def scratch_limit(text):
         return parse_size(text)
     except ValueError as e:
         raise UsageError(f"--scratch-limit: {e}") from None
+def regress_args(args):
+    """--baseline and --ignore, checked now (a bad file is one line and
+    exit 2 before anything runs), as the plugin's options."""
+    policy = regress.policy_from(getattr(args, "baseline", None),
+                                 getattr(args, "ignore", None))
+    argv = []
+    # as the user gave them (the sweep runs in this directory): the
+    # console names them so
+    if policy.baseline is not None:
+        argv += ["--cc-baseline", str(args.baseline)]
+    if policy.ignore is not None:
+        argv += ["--cc-ignore", policy.ignore.path]
+    return argv
 
 
 def pytest_args(args, spec_paths, out, command):
@@ -209,6 +232,7 @@ def pytest_args(args, spec_paths, out, command):
             "-rN"]
     for p in spec_paths:
         argv += ["--cc-spec", str(p)]
+    argv += regress_args(args)
     t = _timeout(args.timeout)
     if t is not None:
         argv += ["--cc-timeout", str(t)]

@@ -26,7 +26,7 @@ import pytest
 
 from .. import ROOT, UsageError, tree_path
 from ..commands import outdir
-from ..reports import console, lessons, report
+from ..reports import console, lessons, regress, report, sarif
 from . import contain, pool, runner, spec as specmod, sweep
 
 CASES_FILE = sweep.CASES_FILE
@@ -81,6 +81,11 @@ def pytest_addoption(parser):
                 choices=("auto", "preload", "syscall"),
                 help="how the programs' calls are intercepted "
                      "(harness/engine/backend.py)")
+    g.addoption("--cc-baseline", default=None, metavar="FILE",
+                help="an earlier results.json: its findings are known "
+                     "(reported, not failing)")
+    g.addoption("--cc-ignore", default=None, metavar="FILE",
+                help="an ignore file ([[ignore]] case, verdict, reason)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -181,6 +186,14 @@ class Sweep:
         if self.settings.scratch_limit is None:
             self.settings.scratch_limit = sweep.default_limit(
                 self.settings.jobs)
+        try:
+            self.policy = regress.Policy(
+                regress.load_baseline(config.getoption("--cc-baseline"))
+                if config.getoption("--cc-baseline") else None,
+                regress.load_ignore(config.getoption("--cc-ignore"))
+                if config.getoption("--cc-ignore") else None)
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
         self.cases = []
         self.collected = {}         # case id -> result, of this process
         self._judge = None
@@ -249,7 +262,7 @@ class Sweep:
         here. A case that could not be judged (the harness failed on it,
         the process running it died) is a harness-error with the reason:
         no case goes missing from the reports."""
-        res = self._outcome(case)
+        res = self.policy.apply(self._outcome(case))
         self.collected[case.id] = res
         return res
 
@@ -573,12 +586,17 @@ def write_reports(config, state, results, interrupted):
         meta["enumerated"] = {
             "cases": len(ids),
             "digest": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]}
+    # --baseline and the ignore file: what is known, new, fixed, ignored
+    # (a selection cannot say that a baseline's case is gone)
+    meta.update(state.policy.summary(
+        results, complete=not (selected or interrupted)))
     out = state.settings.out
     # The teaching corpus: for each buggy variant caught, the rule, the
     # case that caught it and the fix as a diff (harness/reports/lessons.py).
     state.summary = report.write_all(
         out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
         junit=out / "junit.xml")
+    sarif.write(out / "results.sarif", results, state.summary)
     if not selected:
         # the reports are this run's: so are the case directories (an
         # earlier run's go, and only crashcheck's: outdir)
@@ -654,7 +672,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = state.summary
     out = state.settings.out
     files = [out / "report.md", out / "report.html", out / "results.json",
-             out / "junit.xml"]
+             out / "junit.xml", out / "results.sarif"]
+    selected = bool(rerun or config.getoption("--cc-shard")
+                    or config.getoption("keyword"))
+    for line in regress.console_lines(s.get("run") or {},
+                                      complete=not selected):
+        tw.line(line)
     defects = s.get("defects") or []
     counts = (f"crashcheck: {len(state.results)} cases, "
               f"{s.get('findings', 0)} findings ({len(defects)} "

@@ -42,7 +42,8 @@ from ..judging.oracle import KINDS, VERDICTS
 
 # Case statuses, worst first: the order cases are listed in and the
 # precedence that colours a matrix cell.
-STATUSES = ("failed", "harness-error", "caught", "skipped", "ok")
+STATUSES = ("failed", "harness-error", "caught", "known", "ignored",
+            "skipped", "ok")
 
 # Metadata keys that measure time; they go under summary["timing"] so two
 # runs over the same inputs compare equal once it is dropped. The metadata
@@ -154,6 +155,13 @@ def status(case):
         return "failed"
     if verdict == "ok":
         return "ok"
+    # a finding that passes: accepted by the ignore file with a reason,
+    # known from the baseline (harness/reports/regress.py), or a buggy
+    # variant caught as its spec expects
+    if case.get("ignored"):
+        return "ignored"
+    if case.get("baseline") == "known":
+        return "known"
     if case.get("expected"):
         return "caught"
     # A finding that nothing expected yet marked passed contradicts the
@@ -225,6 +233,8 @@ def _counts(cases):
         "failed": sum(not x["passed"] for x in cases),
         "harness_errors": c["harness-error"],
         "caught": c["caught"],
+        "known": c["known"],
+        "ignored": c["ignored"],
         "skipped": c["skipped"],
     }
 
@@ -340,6 +350,8 @@ def summarize(cases, meta):
         "failed": counts["failed"],
         "harness_errors": counts["harness_errors"],
         "caught": counts["caught"],
+        "known": counts["known"],
+        "ignored": counts["ignored"],
         "skipped": counts["skipped"],
         "skip_reasons": dict(skip_reasons),
         "kinds": _kind_order({c["kind"] for c in cases}),
@@ -637,7 +649,7 @@ class Cell:
             return "empty"
         if self.by["failed"] or self.not_caught:
             return "failed"
-        for s in ("harness-error", "caught", "ok"):
+        for s in ("harness-error", "caught", "known", "ignored", "ok"):
             if self.by[s]:
                 return s
         return "skipped"
@@ -655,9 +667,10 @@ class Cell:
         if by["harness-error"]:
             parts.append(f"⚠ {len(by['harness-error'])}/{self.run} "
                          "harness-error")
-        if by["caught"]:
-            parts.append(f"caught: {_verdict_list(by['caught'])} "
-                         f"({len(by['caught'])}/{self.run})")
+        for st in ("caught", "known", "ignored"):
+            if by[st]:
+                parts.append(f"{st}: {_verdict_list(by[st])} "
+                             f"({len(by[st])}/{self.run})")
         if not parts and by["ok"]:
             parts.append(f"✓ {len(by['ok'])}")
         if by["skipped"]:
@@ -827,6 +840,19 @@ def summary_sentences(summary):
                    + ("is a buggy variant caught as its spec expects."
                       if n == 1 else
                       "are buggy variants caught as their specs expect."))
+    if s.get("known"):
+        n = s["known"]
+        out.append(f"Of the findings, {n} "
+                   + ("is known from the baseline: reported, not failing."
+                      if n == 1 else
+                      "are known from the baseline: reported, not failing."))
+    if s.get("ignored"):
+        n = s["ignored"]
+        out.append(f"Of the findings, {n} "
+                   + ("is accepted by the ignore file, with its reason."
+                      if n == 1 else
+                      "are accepted by the ignore file, each with its "
+                      "reason."))
     ignored = s["verdicts"].get("ignored-error", 0)
     if ignored:
         out.append(f"Of the findings, {ignored} "
@@ -890,7 +916,8 @@ def _listed(cases):
     errors, then buggy variants' expected findings."""
     return [c for c in sorted(cases, key=lambda c: (STATUSES.index(status(c)),
                                                     c["id"]))
-            if status(c) in ("failed", "harness-error", "caught")]
+            if status(c) in ("failed", "harness-error", "caught", "known",
+                             "ignored")]
 
 
 # ---------------------------------------------------------------------------
@@ -951,12 +978,16 @@ def defects(cases):
     for (workload, key), members in groups.items():
         first = members[0]
         cause = first.get("cause") if isinstance(first.get("cause"), dict) else {}
-        failed = any(status(c) == "failed" for c in members)
+        statuses = {status(c) for c in members}
+        # failed when any case of it fails; else how its cases passed
+        # (caught, known or ignored), caught when they differ
+        st = ("failed" if "failed" in statuses else
+              statuses.pop() if len(statuses) == 1 else "caught")
         out.append({
             "key": key, "workload": workload, "verdict": first["verdict"],
             "title": defect_title(first), "rule": cause.get("rule"),
             "location": first.get("location"),
-            "status": "failed" if failed else "caught",
+            "status": st,
             "cases": len(members), "ids": [c["id"] for c in members]})
     out.sort(key=lambda d: (d["status"] != "failed", VERDICTS.index(d["verdict"]),
                             -d["cases"], d["title"], d["key"]))
@@ -1018,7 +1049,8 @@ def console_lines(cases, summary, per_defect=10):
 
 
 STATUS_LABEL = {"failed": "FAIL", "harness-error": "HARNESS ERROR",
-                "caught": "caught", "skipped": "skipped", "ok": "ok"}
+                "caught": "caught", "known": "known", "ignored": "ignored",
+                "skipped": "skipped", "ok": "ok"}
 
 
 # ---------------------------------------------------------------------------
@@ -1180,10 +1212,15 @@ def _markdown_text(cases, summary, lessons):
 
 def _md_case_line(case):
     st = status(case)
-    mark = {"failed": "✗", "harness-error": "⚠", "caught": "✓"}[st]
+    mark = {"failed": "✗", "harness-error": "⚠", "caught": "✓",
+            "known": "○", "ignored": "○"}[st]
     line = (f"- {mark} {md_code(case['id'])} — **{md_text(case['verdict'])}**")
     if st == "caught":
         line += " (expected: buggy variant caught)"
+    elif st == "known":
+        line += " (known: in the baseline)"
+    elif st == "ignored":
+        line += f" (ignored: {md_text(case['ignored'])})"
     elif st == "failed" and case["verdict"] == "ok":
         line += (" (buggy variant not caught: expected "
                  + md_text(", ".join(e["verdict"]
@@ -1216,7 +1253,8 @@ def _md_findings(cases, summary):
 
     def defect(i, d):
         nonlocal listed
-        mark = "✓ " if d["status"] == "caught" else ""
+        mark = {"caught": "✓ ", "known": "(known) ",
+                "ignored": "(ignored) "}.get(d["status"], "")
         out.extend([f"### {i}. {mark}{md_text(d['title'])} — "
                     f"{_plural(d['cases'], 'case')}", ""])
         members = _defect_cases(d, by_id)
@@ -1331,6 +1369,7 @@ td.cell { min-width: 7.5em; }
 .s-ok { background: var(--ok-bg); color: var(--ok); }
 .s-failed { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
 .s-caught { background: var(--amber-bg); color: var(--amber); }
+.s-known, .s-ignored { background: var(--grey-bg); color: var(--ink); }
 .s-skipped { background: var(--grey-bg); color: var(--grey); }
 .s-harness-error { background: var(--purple-bg); color: var(--purple); }
 .s-empty { color: #afb8c1; text-align: center; }
@@ -1353,6 +1392,8 @@ details.case[open] > summary { border-bottom: 1px solid var(--line); }
 .c-failed .v { color: #fff; background: var(--bad); }
 .c-caught { --b: #d4a72c; }
 .c-caught .v { color: var(--amber); background: var(--amber-bg); }
+.c-known, .c-ignored { --b: var(--grey); }
+.c-known .v, .c-ignored .v { color: var(--grey); background: var(--grey-bg); }
 .c-harness-error { --b: var(--purple); }
 .c-harness-error .v { color: #fff; background: var(--purple); }
 .c-skipped { --b: var(--grey); }
@@ -1419,6 +1460,8 @@ _LEGEND = (("ok", "all cases ok", "var(--ok-bg)", "var(--ok)"),
            ("failed", "finding or failure", "var(--bad-bg)", "var(--bad)"),
            ("caught", "buggy variant caught as expected", "var(--amber-bg)",
             "#d4a72c"),
+           ("known", "known or ignored finding: reported, not failing",
+            "var(--grey-bg)", "var(--grey)"),
            ("skipped", "skipped here", "var(--grey-bg)", "var(--grey)"),
            ("harness-error", "harness error: fault never fired",
             "var(--purple-bg)", "var(--purple)"))
@@ -1431,6 +1474,8 @@ def _case_html(case, anchor=False):
     label = verdict
     if st == "caught":
         label += " (expected)"
+    elif st in ("known", "ignored"):
+        label += f" ({st})"
     elif st == "failed" and verdict == "ok":
         label = "not caught"
     h = [f'<details class="case c-{st}"{ident}><summary>'
@@ -1457,6 +1502,10 @@ def _case_html(case, anchor=False):
              ("must be caught as", ", ".join(expect_text(e) for e in
                                              case.get("expected") or [])),
              ("location", _location_text(case.get("location"))),
+             ("baseline", {"known": "known: a finding of the baseline",
+                           "new": "new: not in the baseline"}.get(
+                               case.get("baseline"))),
+             ("ignored because", case.get("ignored")),
              ("outcome", exit_text(case.get("exit"))),
              ("faults fired", fired_text(case.get("fired"))),
              ("kept files", case.get("dir"))]
@@ -1532,7 +1581,7 @@ def _html_findings(cases, summary, blocks):
 
     def defect(i, d):
         members = _defect_cases(d, by_id)
-        st = "failed" if d["status"] == "failed" else "caught"
+        st = d["status"]
         h.append(f'<article class="defect c-{st}"><h3>{i}. '
                  f'<span class="v">{esc(d["verdict"])}</span> '
                  f"{esc(d['title'].partition(': ')[2] or d['title'])} "
@@ -1660,8 +1709,11 @@ def _html_text(cases, summary, lessons):
              ("failures", s["failed"], "bad" if s["failed"] else ""),
              ("harness errors", s["harness_errors"],
               "purple" if s["harness_errors"] else ""),
-             ("caught as expected", s["caught"], "amber" if s["caught"] else ""),
-             ("skipped", s["skipped"], "")]
+             ("caught as expected", s["caught"], "amber" if s["caught"] else "")]
+    stats += [(label, s[key], "") for key, label in
+              (("known", "known (baseline)"), ("ignored", "ignored"))
+              if s.get(key)]
+    stats.append(("skipped", s["skipped"], ""))
     if s["variants"] or s["not_caught"]:
         met = sum(v["met"] for v in s["variants"])
         stats.append(("variant expectations met",
@@ -1925,9 +1977,12 @@ def _junit_bytes(cases, s):
             el.text = _failure_text(case)
         elif cs == "skipped":
             ET.SubElement(tc, "skipped", message=_one_line(skip_reason(case)))
-        elif cs == "caught":
+        elif cs in ("caught", "known", "ignored"):
+            why = {"caught": "caught as expected",
+                   "known": "a known finding (in the baseline)",
+                   "ignored": f"ignored ({case.get('ignored')})"}[cs]
             out = ET.SubElement(tc, "system-out")
-            out.text = _clean("caught as expected: "
+            out.text = _clean(f"{why}: "
                               + _failure_text(case, defect_of.get(case["id"])))
     for line in unmet:
         tc = ET.SubElement(suite, "testcase", {

@@ -1,0 +1,145 @@
+"""results.sarif: the findings in SARIF 2.1.0, for code scanning.
+
+SARIF (OASIS, Static Analysis Results Interchange Format, version 2.1.0)
+is what GitHub code scanning and other CI annotators read. One run, whose
+tool is crashcheck with one rule per verdict; one result per finding that
+the run counts against the program: a failure, a known finding of the
+baseline (baselineState "unchanged"; a new one is "new") or an ignored one
+(an external suppression carrying its reason), and a harness error. A
+buggy variant's expected finding is the corpus doing its job, not a
+result.
+
+A result's location is its case's `location` (the call that decided it,
+symbolized: file, line, function; docs/reference.md): the file and line
+when known (a path relative to the directory crashcheck ran in is given
+relative, against %SRCROOT%; an absolute one as a file: URI), else the
+object (the program) with the function as a logical location, else none.
+"""
+
+import json
+from pathlib import PurePosixPath
+from urllib.parse import quote
+
+from .. import VERSION
+from . import regress
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+# the verdict's one-line meaning (crashcheck help verdicts)
+_LEVEL = {"ignored-error": "warning", "harness-error": "error"}
+
+
+def _meanings():
+    from ..commands import topics
+    return topics.MEANINGS
+
+
+def _uri(path):
+    """(uri, uriBaseId or None) of a path."""
+    p = PurePosixPath(path)
+    if p.is_absolute():
+        return "file://" + quote(str(p)), None
+    return quote(str(p)), "%SRCROOT%"
+
+
+def _location(case):
+    loc = case.get("location")
+    if not isinstance(loc, dict):
+        return []
+    out = {}
+    logical = []
+    if loc.get("function"):
+        logical.append({"name": str(loc["function"]), "kind": "function"})
+    if loc.get("file"):
+        uri, base = _uri(str(loc["file"]))
+        art = {"uri": uri}
+        if base:
+            art["uriBaseId"] = base
+        phys = {"artifactLocation": art}
+        line = loc.get("line")
+        if isinstance(line, int) and line >= 1:
+            phys["region"] = {"startLine": line}
+        out["physicalLocation"] = phys
+    elif loc.get("object"):
+        uri, base = _uri(str(loc["object"]))
+        art = {"uri": uri}
+        if base:
+            art["uriBaseId"] = base
+        out["physicalLocation"] = {"artifactLocation": art}
+    if logical:
+        out["logicalLocations"] = logical
+    if loc.get("text"):
+        out["message"] = {"text": str(loc["text"])}
+    return [out] if out else []
+
+
+def _message(case):
+    from .console import first_sentence
+    text = f"{case['id']}: {case['verdict']}"
+    if case.get("finding"):
+        text += f": {case['finding']}"
+    why = first_sentence(case.get("explanation"))
+    if why:
+        text += f". {why}" if not text.endswith(".") else f" {why}"
+    if case.get("reproduce"):
+        text += f" Reproduce: {case['reproduce']}"
+    return text
+
+
+def results_of(cases):
+    """The cases that become SARIF results, in id order."""
+    return sorted((c for c in cases
+                   if regress.counts_against(c)
+                   or c.get("verdict") == "harness-error"),
+                  key=lambda c: c["id"])
+
+
+def sarif(cases, summary):
+    """The SARIF log (a dict) of a run's CASES and SUMMARY."""
+    listed = results_of(cases)
+    verdicts = sorted({c["verdict"] for c in listed})
+    meanings = _meanings()
+    rules = [{"id": v, "name": v,
+              "shortDescription": {"text": meanings.get(v, v)},
+              "defaultConfiguration": {"level": _LEVEL.get(v, "error")}}
+             for v in verdicts]
+    index = {v: i for i, v in enumerate(verdicts)}
+    results = []
+    for c in listed:
+        r = {"ruleId": c["verdict"], "ruleIndex": index[c["verdict"]],
+             "level": _LEVEL.get(c["verdict"], "error"),
+             "message": {"text": _message(c)},
+             "locations": _location(c),
+             "partialFingerprints": {
+                 "crashcheckCase/v1": f"{c['id']}:{c['verdict']}"},
+             "properties": {"case": c["id"], "kind": c.get("kind"),
+                            "model": c.get("model"),
+                            "reproduce": c.get("reproduce", "")}}
+        if not r["locations"]:
+            del r["locations"]
+        if c.get("baseline") == "known":
+            r["baselineState"] = "unchanged"
+        elif c.get("baseline") == "new":
+            r["baselineState"] = "new"
+        if c.get("ignored"):
+            r["suppressions"] = [{"kind": "external", "status": "accepted",
+                                  "justification": c["ignored"]}]
+        results.append(r)
+    run = {
+        "tool": {"driver": {"name": "crashcheck", "version": VERSION,
+                            "rules": rules}},
+        "invocations": [{
+            "executionSuccessful": True,
+            **({"commandLine": summary["command"]}
+               if summary.get("command") else {})}],
+        "originalUriBaseIds": {"%SRCROOT%": {
+            "description": {"text": "the directory crashcheck ran in"}}},
+        "results": results,
+    }
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def write(path, cases, summary):
+    with open(path, "w") as fh:
+        json.dump(sarif(cases, summary), fh, indent=1, sort_keys=True)
+        fh.write("\n")
