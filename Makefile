@@ -4,6 +4,7 @@
 #   make              build everything (workloads, faults, unit tests)
 #   make check        build, then run the Check unit tests and pytest
 #   make check-docs   run every example of README.md and docs/, slow ones too
+#   make check-html   test report.html in headless chromium (installs it)
 #   make run          build, then sweep the built-in corpus (results/)
 #   make fuzz         fuzz the plan parser, the spec reader and the trace
 #                     reader (FUZZ_TIME seconds each, default 60)
@@ -79,6 +80,12 @@ check: all
 check-docs: all
 	$(Q)CRASHCHECK_DOCS=all $(PYTHON) -m pytest $(PYTEST_FLAGS) tests/test_docs.py
 
+# report.html in headless chromium (tests/test_html.py): make check runs it
+# where chromium is installed, this target installs it first.
+check-html: all
+	$(Q)scripts/install-deps --check --browser >/dev/null || scripts/install-deps --browser
+	$(Q)CRASHCHECK_BROWSER=1 $(PYTHON) -m pytest $(PYTEST_FLAGS) tests/test_html.py
+
 # The sweep over every spec of the built-in corpus; reports in results/.
 # RUN_FLAGS adds crashcheck run options, e.g. RUN_FLAGS='--model posix'.
 run: all
@@ -125,4 +132,4 @@ endif
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 	$(Q)$(RM) -r man
 
-.PHONY: all check check-docs run fuzz bench stress-check chaos deps clean install uninstall
+.PHONY: all check check-docs check-html run fuzz bench stress-check chaos deps clean install uninstall

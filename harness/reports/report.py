@@ -699,8 +699,11 @@ def _verdict_list(cases, uncaught=False):
 
 def matrix(cases, variant_list=None, judged=True):
     """(kinds, rows): rows are (workload, strategy, is_variant, {kind:
-    Cell}) sorted by workload then strategy. With judged false (a shard),
-    expectations unmet in these cases mark no cell."""
+    Cell}), the correct workloads first, then the buggy variants, each
+    sorted by workload then strategy: a correct workload's finding is the
+    one that matters, and among the variants' it was easy to miss. With
+    judged false (a shard), expectations unmet in these cases mark no
+    cell."""
     if variant_list is None:
         variant_list = variants(cases)
     unmet = _unmet(variant_list) if judged else set()
@@ -711,7 +714,8 @@ def matrix(cases, variant_list=None, judged=True):
     for c in cases:
         groups[(c["workload"], c.get("strategy") or "")][c["kind"]].append(c)
     rows = []
-    for (workload, strategy) in sorted(groups):
+    for (workload, strategy) in sorted(
+            groups, key=lambda k: (k[0] in variant_wls, k)):
         by_kind = groups[(workload, strategy)]
         rows.append((workload, strategy or None, workload in variant_wls,
                      {k: Cell(by_kind.get(k, []), unmet) for k in kinds}))
@@ -1375,11 +1379,16 @@ td.cell { min-width: 7.5em; }
 .s-empty { color: #afb8c1; text-align: center; }
 td.cell > details > summary { cursor: pointer; }
 td.cell > details[open] > summary { text-decoration: underline; }
-.pop { position: absolute; left: 0; right: 0; z-index: 10; margin-top: 6px;
-  background: #fff; color: var(--ink); font-weight: 400; font-size: 14px;
-  border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px;
-  box-shadow: 0 8px 24px rgba(31,35,40,.2); max-height: 75vh;
-  overflow: auto; }
+/* A cell's cases: in the flow of the page, never over the rows below it.
+   The script moves them into a row of their own under the cell's row;
+   without it they open inside the cell. */
+.pop { margin-top: 6px; background: #fff; color: var(--ink);
+  font-weight: 400; font-size: 14px; border: 1px solid var(--line);
+  border-radius: 8px; padding: 12px 14px;
+  box-shadow: 0 4px 12px rgba(31,35,40,.15); }
+tr.pop-row > td { padding: 0 8px 10px; background: var(--code-bg); }
+tr.group th { background: #fff; font-size: 14px; padding: 12px 8px 4px;
+  border-left: none; border-right: none; }
 details.case { border: 1px solid var(--line); border-left: 5px solid var(--b);
   border-radius: 6px; margin: 6px 0; background: #fff; }
 details.case > summary { cursor: pointer; padding: 6px 10px; }
@@ -1406,6 +1415,10 @@ dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; }
 .repro { position: relative; }
 .repro pre { user-select: all; background: #0d1117; color: #e6edf3;
   border-color: #0d1117; padding-right: 64px; }
+/* a code chip's light background must not reach the dark reproduce box
+   (td code would: the cases of a cell sit in its td) */
+.repro pre code, .repro code { background: none; color: inherit;
+  padding: 0; border-radius: 0; }
 button.copy { position: absolute; right: 6px; top: 6px; font-size: 12px;
   border: 1px solid #8c959f; border-radius: 4px; background: #f6f8fa;
   cursor: pointer; padding: 1px 8px; }
@@ -1445,12 +1458,43 @@ _JS = """
     });
     box.appendChild(b);
   });
-  /* One open cell at a time: their panels would cover each other. */
+  /* A cell opens its cases in a row of their own under the cell's row,
+     so that they push the rows below down instead of covering them; the
+     workload's heading, which spans its rows, spans that one too. One
+     open cell at a time. */
   var cells = document.querySelectorAll('td.cell > details');
+  function heading(row) {
+    for (var r = row; r; r = r.previousElementSibling) {
+      var th = r.querySelector('th.wl');
+      if (th) return th;
+    }
+    return null;
+  }
   cells.forEach(function (d) {
+    var pop = d.querySelector('.pop');
     d.addEventListener('toggle', function () {
-      if (!d.open) return;
-      cells.forEach(function (o) { if (o !== d) o.open = false; });
+      var row = d.closest('tr');
+      if (d.open) {
+        cells.forEach(function (o) { if (o !== d) o.open = false; });
+        if (!pop || d._row) return;
+        var th = heading(row);
+        var tr = document.createElement('tr');
+        tr.className = 'pop-row';
+        var td = document.createElement('td');
+        td.colSpan = row.closest('table').tHead.rows[0].cells.length
+          - (th ? 1 : 0);
+        td.appendChild(pop);
+        tr.appendChild(td);
+        row.parentNode.insertBefore(tr, row.nextSibling);
+        if (th) th.rowSpan += 1;
+        d._row = tr;
+        d._th = th;
+      } else if (d._row) {
+        d.appendChild(pop);
+        d._row.remove();
+        if (d._th) d._th.rowSpan -= 1;
+        d._row = null;
+      }
     });
   });
 })();
@@ -1765,7 +1809,17 @@ def _html_text(cases, summary, lessons):
                  + "</tr></thead><tbody>")
         spans = Counter(r[0] for r in rows)
         previous = None
+        group = None
+        both = len({r[2] for r in rows}) == 2
         for workload, strategy, is_variant, cells in rows:
+            if both and is_variant != group:
+                # the correct workloads, then the buggy variants: each
+                # under a heading of its own
+                group = is_variant
+                h.append(f'<tr class="group"><th colspan="{len(kinds) + 2}">'
+                         + ("buggy variants: a finding is expected"
+                            if is_variant else "correct workloads: every "
+                            "case must hold") + "</th></tr>")
             h.append("<tr>")
             if workload != previous:
                 tags = ""
