@@ -714,3 +714,21 @@ def test_stdio_data_after_fsync_points_to_fflush(model):
         assert bad and all(s.rule == explorer.RULE_FFLUSH for s in bad)
     else:
         assert not bad      # ext4: the rename forced the data out
+
+
+def test_why_never_reads_as_a_contradiction():
+    """A state whose rename of 'target.tmp' persisted holds the file under
+    'target': that the creation of 'target.tmp' did not persist changes
+    nothing on disk, and said next to the rename it read as a
+    contradiction to a student. A creation lost with its rename is still
+    said."""
+    from harness.judging.explorer import Change, _why
+    rename = Change("rename", "target", "target.tmp")
+    create = Change("create", "target.tmp")
+    data = Change("data", "target", "never fsynced")
+    assert _why([rename], [create, data]) == (
+        "the rename 'target.tmp' -> 'target' persisted; 'target' data was "
+        "never fsynced")
+    assert _why([], [create, rename]) == (
+        "the creation of 'target.tmp' did not persist; the rename "
+        "'target.tmp' -> 'target' did not persist")

@@ -201,7 +201,8 @@ def test_lessons_for_a_fake_spec_and_results(corpus):
     out = L.lessons([good, bad], results, variant_dir=var, lib_dir=lib)
     assert len(out) == 1
     lesson = out[0]
-    assert set(lesson) == {"rule", "variant", "case_id", "verdict", "reproduce", "diff"}
+    assert set(lesson) == {"rule", "variant", "case_id", "verdict", "reproduce",
+                           "diff", "why"}
     assert all(isinstance(v, str) for v in lesson.values())
     assert lesson["rule"] == "fsync's result ignored: check it"
     assert lesson["variant"] == "keep-unchecked"
@@ -293,8 +294,14 @@ def test_variant_is_one_marked_defect_in_one_library_function(path):
     # the Method header names the variant, its defect and the rule
     head = text.split("*/", 1)[0]
     assert head.startswith(f"/*\n * {path.stem}: "), path.name
-    for word in ("Method:", "Defect:", "Rule broken", "Caught"):
+    for word in ("Method:", "Defect:", "Rule broken"):
         assert word in head, f"{path.name}: header lacks '{word}'"
+    # but not what catches it: exercise 1 asks a student to predict that
+    # from the header; the answer is the lesson's (its spec's `lesson`)
+    assert "Caught" not in head and "specs/" not in head, \
+        f"{path.name}: the header gives away what catches the variant"
+    assert specmod.load(ROOT / "workloads" / "specs" / f"{path.stem}.toml").lesson, \
+        f"{path.stem}.toml: no lesson saying what catches it"
     name, bad = L.variant_function(path)
     lib_path, good = L.correct_function(name)
     assert bad != good

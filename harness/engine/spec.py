@@ -45,6 +45,10 @@ disk         "normal" (default): runs use the scratch filesystem, with every
 teaches      buggy variants: one line naming the variant's defect and the
              rule it breaks; required when `expect` is given, shown in the
              report next to the verdict that caught it.
+lesson       buggy variants, optional: what catches the variant and why,
+             shown in its lesson in the report. It is kept here, not in
+             the variant's Method header, which a student reads to
+             predict what will catch it (docs/guide.md, "Teaching").
 fixed_by     buggy variants: the name of the correct workload's spec that
              does the same job right (the report diffs the two programs).
              load_all() checks it names a spec of the same directory that
@@ -102,8 +106,8 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
-          "sizes", "old", "timeout", "sector", "disk", "teaches", "fixed_by",
-          "expect")
+          "sizes", "old", "timeout", "sector", "disk", "teaches", "lesson",
+          "fixed_by", "expect")
 SECTORS = (512, 1024, 2048, 4096)
 EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call",
                  "backend")
@@ -174,6 +178,7 @@ class Spec:
     sector: int = 4096          # bytes written atomically (power-loss tears)
     teaches: str | None = None
     fixed_by: str | None = None
+    lesson: str | None = None   # what catches the variant and why
 
     @property
     def buggy(self):
@@ -345,9 +350,11 @@ def _parse(path, data):
     for i, entry in enumerate(raw_expect, 1):
         expect.append(_parse_expect(c, f"expect[{i}]", entry, strategies, sizes))
 
-    teaches = fixed_by = None
+    teaches = fixed_by = lesson = None
     if "teaches" in data:
         teaches = c.string("teaches", data["teaches"])
+    if "lesson" in data:
+        lesson = c.string("lesson", data["lesson"])
     if "fixed_by" in data:
         fixed_by = c.identifier("fixed_by", data["fixed_by"])
         if fixed_by == name:
@@ -355,14 +362,15 @@ def _parse(path, data):
     if expect and teaches is None:
         c.fail("teaches", "missing: a buggy variant (one with expect) must say "
                           "what defect it teaches")
-    for fld in ("teaches", "fixed_by"):
+    for fld in ("teaches", "lesson", "fixed_by"):
         if fld in data and not expect:
             c.fail(fld, "only for buggy variants (specs with [[expect]])")
 
     return Spec(path=Path(path), name=name, description=description, command=command,
                 strategies=strategies, contract=contract, check=check, sizes=sizes,
                 old=old, timeout=float(timeout), disk=disk, expect=tuple(expect),
-                teaches=teaches, fixed_by=fixed_by, sector=sector)
+                teaches=teaches, fixed_by=fixed_by, sector=sector,
+                lesson=lesson)
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

@@ -2356,17 +2356,19 @@ def state_readme(res, crash, got, old, new):
              f"verdict:     {res['verdict']}"]
     if res.get("finding"):
         lines.append(f"finding:     {res['finding']}")
+    # what the disk holds first, then why: the order a reader follows
     if crash is not None:
         lines += [f"state:       crash state {crash.label} "
                   f"({res.get('model') or 'posix'} model): what the disk may "
                   "hold after a power cut there",
-                  f"persisted:   {crash.why}",
+                  f"target:      {payload.describe(got, old, new)}",
+                  f"because:     {crash.why}",
                   f"rule:        {crash.rule or '-'}"]
         if res["kind"] != "powerloss":
             lines.append("left:        the directory the run left behind")
     else:
-        lines.append("state:       the directory the run left behind")
-    lines.append(f"target:      {payload.describe(got, old, new)}")
+        lines += ["state:       the directory the run left behind",
+                  f"target:      {payload.describe(got, old, new)}"]
     if res.get("explanation"):
         lines += ["", res["explanation"]]
     lines += ["", f"reproduce:   {res['reproduce']}"]

@@ -2154,6 +2154,12 @@ def _phrase(c, persisted):
 def _why(persisted, lost, limit=8):
     if not persisted and not lost:
         return "nothing was pending: the durable state"
+    # A name's creation that did not persist, when a rename that did
+    # persist took that name away, changed nothing the disk holds: the
+    # file is there under its new name. Said, it reads as a contradiction
+    # ("the rename persisted; the creation did not").
+    moved = {c.detail for c in persisted if c.kind == "rename"}
+    lost = [c for c in lost if not (c.kind == "create" and c.name in moved)]
     parts = [_phrase(c, True) for c in persisted]
     parts += [_phrase(c, False) for c in lost]
     if not lost:

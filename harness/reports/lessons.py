@@ -284,7 +284,7 @@ def _caught_by(spec, results):
 
 def lessons(specs, results, variant_dir=VARIANT_DIR, lib_dir=LIB_DIR):
     """One lesson per buggy spec that some case caught, in spec order:
-    {rule, variant, case_id, verdict, reproduce, diff}, all strings.
+    {rule, variant, case_id, verdict, reproduce, diff, why}, all strings.
 
     A variant no case caught has no lesson: the sweep names it NOT CAUGHT
     and fails. A buggy spec whose program is not a variant of the corpus
@@ -306,6 +306,8 @@ def lessons(specs, results, variant_dir=VARIANT_DIR, lib_dir=LIB_DIR):
             "verdict": r["verdict"],
             "reproduce": r.get("reproduce") or "",
             "diff": _diff_or_reason(spec, variant_dir, lib_dir),
+            # what catches it and why (the spec's lesson; "" without one)
+            "why": getattr(spec, "lesson", None) or "",
         })
     return out
 

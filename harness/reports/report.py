@@ -1208,6 +1208,8 @@ def _markdown_text(cases, summary, lessons):
                     f"{md_code(lesson['case_id'])} "
                     f"(**{md_text(lesson['verdict'])}**). Reproduce: "
                     f"{md_code(lesson['reproduce'])}", ""]
+            if lesson.get("why"):
+                out += [f"Why it is caught: {md_text(lesson['why'])}", ""]
             diff = _clean(lesson["diff"]).rstrip("\n")
             fence = _md_fence(diff)
             out += [f"{fence}diff", diff, fence, ""]
@@ -1918,6 +1920,8 @@ def _html_text(cases, summary, lessons):
                      f"<p>Broken by <code>{esc(lesson['variant'])}</code>; "
                      f"caught by <code>{esc(lesson['case_id'])}</code> as "
                      f"<b>{esc(lesson['verdict'])}</b>.</p>"
+                     + (f"<p><b>Why it is caught.</b> {esc(lesson['why'])}</p>"
+                        if lesson.get("why") else "") +
                      '<h4>Reproduce</h4><div class="repro"><pre><code>'
                      f"{esc(lesson['reproduce'])}</code></pre></div>"
                      "<h4>The fix</h4>" + _diff_html(lesson["diff"])

@@ -11,11 +11,6 @@
  *
  * Rule broken ("Checking For Errors"): errors from writes are often
  * reported only by fsync, msync or close; check what each returns.
- *
- * Caught (specs/close-unchecked.toml): ignored-error when the sweep
- * fails the temp file's close with EIO. Its O_DSYNC writes were durable
- * before the close, so this time nothing is lost: the rule is still
- * broken, a finding ranked below every one that loses data.
  */
 #include <fcntl.h>
 #include <unistd.h>

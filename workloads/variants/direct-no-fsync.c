@@ -12,10 +12,6 @@
  *
  * Rule broken ("I/O APIs", on O_DIRECT): fsync is still required for
  * files written with O_DIRECT to reach stable storage.
- *
- * Caught (specs/direct-no-fsync.toml): not-durable after the program
- * exits, and torn after the rename, in the posix model's power-loss
- * states.
  */
 #include <errno.h>
 #include <fcntl.h>

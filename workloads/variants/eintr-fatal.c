@@ -13,9 +13,6 @@
  * Rule broken ("Checking For Errors", and the sock_read example of "I/O
  * buffering", which retries on EINTR): tell transient errors from real
  * ones; retry EINTR, fail on anything else.
- *
- * Caught (specs/eintr-fatal.toml): gave-up-on-transient when the sweep
- * interrupts a write.
  */
 #include <errno.h>
 #include <limits.h>

@@ -16,11 +16,6 @@
  * Rule broken ("Checking For Errors"): an fsync error is the report that
  * data was lost; the only honest answers are to rewrite the data from a
  * copy and sync again, or to fail.
- *
- * Caught (specs/fsync-retry.toml): not-durable when the sweep fails the
- * first fsync once with EIO: the retry succeeds and the program exits 0,
- * but in the crash states after its exit the blocks that fsync dropped
- * are still the old (empty) ones.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -12,9 +12,6 @@
  *
  * Rule broken ("Checking For Errors"): write errors often surface only at
  * fsync, msync or close, so their return values must be checked.
- *
- * Caught (specs/fsync-unchecked.toml): unreported-error when the sweep
- * fails the fsync with EIO or ENOSPC.
  */
 #include <errno.h>
 #include <stdio.h>

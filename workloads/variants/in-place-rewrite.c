@@ -15,9 +15,6 @@
  * Rule broken ("When Should You Fsync?", on overwriting existing files):
  * write a temp file in the same directory, fsync it, rename it over the
  * target, fsync the directory.
- *
- * Caught (specs/in-place-rewrite.toml): torn, after a crash at or after
- * the truncate, after an injected ENOSPC or EIO, and in power-loss states.
  */
 #include <unistd.h>
 

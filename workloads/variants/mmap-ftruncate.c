@@ -17,10 +17,6 @@
  * Rule broken ("Checking For Errors", for mapped I/O): arrange for every
  * failure to come back from a call whose result you check; a store into
  * memory has none.
- *
- * Caught (specs/mmap-ftruncate.toml, disk = "full": run on a real tmpfs
- * with no room for the payload, as root): crashed by SIGBUS. The correct
- * workload exits 1 there, naming posix_fallocate and ENOSPC.
  */
 #include <errno.h>
 #include <fcntl.h>

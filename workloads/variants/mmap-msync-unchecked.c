@@ -13,9 +13,6 @@
  *
  * Rule broken ("Checking For Errors"): write errors surface at fsync,
  * msync or close; check what they return.
- *
- * Caught (specs/mmap-msync-unchecked.toml): unreported-error when the
- * sweep fails msync with EIO.
  */
 #include <errno.h>
 #include <fcntl.h>

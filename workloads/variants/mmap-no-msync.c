@@ -13,9 +13,6 @@
  *
  * Rule broken (the memory-mapped rows of "I/O APIs"): data written
  * through a mapping is synced with msync (MS_SYNC), before the unmap.
- *
- * Caught (specs/mmap-no-msync.toml): not-durable after the program exits,
- * and torn after the rename, in the posix model's power-loss states.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -12,10 +12,6 @@
  *
  * Rule broken ("When Should You Fsync?", step 5 of replacing a file, and
  * the paragraph on newly created files): fsync the containing directory.
- *
- * Caught (specs/no-dir-fsync.toml): not-durable after the program exits,
- * in both power-loss models (ext4 commits the rename with its journal,
- * which nothing forces before the exit).
  */
 #include <errno.h>
 #include <stdio.h>

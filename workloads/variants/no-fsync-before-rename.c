@@ -14,12 +14,6 @@
  *
  * Rule broken ("When Should You Fsync?", step 3 of replacing a file):
  * fsync the temp file before renaming it.
- *
- * Caught (specs/no-fsync-before-rename.toml): not-durable after the
- * program exits, and torn after the rename, in the posix model. Under
- * ext4-ordered the same program is safe (auto_da_alloc writes the data
- * out before the rename commits), which is why the bug survives testing
- * on ext4; crash-model.md requires the two models to disagree here.
  */
 #include <errno.h>
 #include <stdio.h>

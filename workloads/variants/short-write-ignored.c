@@ -14,9 +14,6 @@
  * buffering", which counts what each call wrote): look at what every call
  * returns; a write loop ends when every byte is written, advancing by the
  * count each write returned.
- *
- * Caught (specs/short-write-ignored.toml): lost-update when the sweep makes
- * a write short.
  */
 #include <errno.h>
 #include <limits.h>

@@ -14,11 +14,6 @@
  *
  * Rule broken ("I/O buffering" and the stream row of "I/O APIs"): with
  * stdio, syncing is fflush followed by fsync, in that order.
- *
- * Caught (specs/stdio-no-fflush.toml): not-durable after the program
- * exits, and torn after the rename, in the posix model's power-loss
- * states. ext4-ordered does not catch it: ext4's auto_da_alloc writes a
- * file's data out before a rename over an existing name commits.
  */
 #include <errno.h>
 #include <stdio.h>

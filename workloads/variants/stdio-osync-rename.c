@@ -17,9 +17,6 @@
  * Rule broken ("I/O APIs", on streams over O_SYNC descriptors): O_SYNC
  * saves the fsync after fflush, not the fflush; flush the stream before
  * the file is used, here before the rename.
- *
- * Caught (specs/stdio-osync-rename.toml): torn, when the program is killed
- * after the rename and in the power-loss states after it.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -13,9 +13,6 @@
  * Rule broken ("Checking For Errors"; ENOSPC is among the failures the
  * article says must be planned for): retry only what is transient (EINTR,
  * a short write); report a hard error and stop.
- *
- * Caught (specs/write-enospc-spin.toml, timeout 2 s): hang when the sweep
- * fails every write from one on with ENOSPC.
  */
 #include <errno.h>
 #include <limits.h>
