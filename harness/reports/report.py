@@ -838,31 +838,21 @@ def summary_sentences(summary):
         out.append(f"{_plural(s['missing'], 'case')} of the "
                    f"{s['expected']} the run was to judge have no result: "
                    "the run is not a pass.")
-    if s["caught"]:
-        n = s["caught"]
-        out.append(f"Of the findings, {n} "
-                   + ("is a buggy variant caught as its spec expects."
-                      if n == 1 else
-                      "are buggy variants caught as their specs expect."))
-    if s.get("known"):
-        n = s["known"]
-        out.append(f"Of the findings, {n} "
-                   + ("is known from the baseline: reported, not failing."
-                      if n == 1 else
-                      "are known from the baseline: reported, not failing."))
-    if s.get("ignored"):
-        n = s["ignored"]
-        out.append(f"Of the findings, {n} "
-                   + ("is accepted by the ignore file, with its reason."
-                      if n == 1 else
-                      "are accepted by the ignore file, each with its "
-                      "reason."))
-    ignored = s["verdicts"].get("ignored-error", 0)
-    if ignored:
-        out.append(f"Of the findings, {ignored} "
-                   + ("is an ignored error that lost no data this time."
-                      if ignored == 1 else
-                      "are ignored errors that lost no data this time."))
+    # (how many, as one, as several): the findings that did not fail
+    for n, one, many in (
+            (s["caught"], "is a buggy variant caught as its spec expects.",
+             "are buggy variants caught as their specs expect."),
+            (s.get("known"), "is known from the baseline: reported, not "
+             "failing.", "are known from the baseline: reported, not "
+             "failing."),
+            (s.get("ignored"), "is accepted by the ignore file, with its "
+             "reason.", "are accepted by the ignore file, each with its "
+             "reason."),
+            (s["verdicts"].get("ignored-error", 0), "is an ignored error "
+             "that lost no data this time.", "are ignored errors that lost "
+             "no data this time.")):
+        if n:
+            out.append(f"Of the findings, {n} " + (one if n == 1 else many))
     if s.get("recovered"):
         out.append(f"{_plural(s['recovered'], 'case')} recovered from a "
                    "fault on the data path.")
