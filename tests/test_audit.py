@@ -196,8 +196,9 @@ def test_nothing_left_in_scratch_without_keep(tmp_path):
     assert r.stdout.strip().splitlines()[-1] == "status=0", \
         "left in the scratch base: " + r.stdout
     # the reports, and the marker that makes the directory crashcheck's
-    assert sorted(os.listdir(out)) == [".crashcheck", "junit.xml", "report.html",
-                                       "report.md", "results.json"]
+    assert sorted(os.listdir(out)) == [".crashcheck", "junit.xml",
+                                       "report.html", "report.md",
+                                       "results.json", "results.sarif"]
 
 
 # ----------------------------------------------------- what cannot be seen
