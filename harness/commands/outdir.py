@@ -34,7 +34,8 @@ MARKER_TEXT = ("This directory holds crashcheck's output; crashcheck replaces "
 # What crashcheck writes in an output directory, by name: a directory of
 # only these (an output of an earlier crashcheck, made before markers)
 # is taken as one of ours.
-OURS = {"results.json", "report.md", "report.html", "junit.xml", "cases",
+OURS = {"results.json", "report.md", "report.html", "junit.xml",
+        "results.sarif", "cases",
         ".work", ".audit", "README.txt", "state", "rerun", "replay",
         "merged", MARKER}
 # What a case's directory (cases/<id>/) holds, all of it crashcheck's.
