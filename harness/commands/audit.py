@@ -10,8 +10,9 @@ oracle, the power-loss explorer and the reports are the same.
 The plugin learns about the audit from <out>/.audit/ (its --cc-audit
 option names the file): audit.json (what `load` reads back into an
 AuditSpec) and a copy of the old and the new content, made once from the
-user's files, which are only read. The directory goes when the audit
-ends, unless --keep.
+user's files, which are only read; for a tree (--old-dir, --setup) also
+start/, the starting tree: a copy of --old-dir in which --setup ran. The
+directory goes when the audit ends, unless --keep.
 
 Inside a run the program's working directory is the scratch work directory
 holding the target; `{target}` in its arguments is the target's name there,
@@ -30,12 +31,13 @@ from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import outdir, run as runcmd
 from ..engine import sweep
-from ..engine.spec import CONTRACTS, MAX_SIZE, Spec
+from ..engine.spec import MAX_SIZE, Spec
 
 AUDIT_DIR = ".audit"
 SPEC_FILE = "audit.json"
 OLD_FILE = "old"
 NEW_FILE = "new"
+START_DIR = "start"
 
 # The default new content when --new is not given: two whole blocks and a
 # byte, so a torn write shows block by block; the default old content is a
@@ -54,11 +56,13 @@ class AuditSpec(Spec):
     the target's file name, the contents and the reproduce command; its
     placeholders are only {target} and {new}: any other brace in a user's
     argument (an awk script, a SQL literal) is the program's business."""
-    target: str = sweep.TARGET          # file name of the target in the work dir
+    target: str | None = sweep.TARGET   # the target's file name in the work
+                                        # dir; None: a tree with none named
     inputs: Path | None = None          # the .audit directory: old, new copies
     rerun: tuple = ()                   # reproduce argv, up to before --case
     program: tuple = ()                 # the program and arguments as typed
-    size_in_id = False                  # one size only: case ids omit it
+    size_in_id: bool = False            # one size only: case ids omit it
+    start_dir: Path | None = None       # a tree's start (inputs/start)
 
     def _subst(self, argv, target, new):
         return [a.replace("{target}", str(target)).replace("{new}", str(new))
@@ -164,7 +168,9 @@ def load(path):
             check=tuple(d["check"]) if d["check"] else None,
             sizes=(d["size"],), old=d["old"], timeout=float(d["timeout"]),
             target=d["target"], inputs=path.parent, rerun=tuple(d["rerun"]),
-            program=tuple(d["program"]))
+            program=tuple(d["program"]),
+            start_dir=path.parent / START_DIR if d["contract"] == "tree"
+            else None)
     except OSError as e:
         raise UsageError(f"audit: cannot read '{path}': {e.strerror}") from None
     except (ValueError, KeyError, TypeError) as e:
@@ -183,6 +189,16 @@ def setup_audit(p):
     old.add_argument("--absent", action="store_true",
                      help="the target does not exist before the run (the "
                           "program creates it)")
+    old.add_argument("--old-dir", metavar="DIR",
+                     help="audit a tree: the program's working directory "
+                          "starts as a copy of DIR (a repository, a database "
+                          "directory), judged by --check alone")
+    g.add_argument("--setup", metavar="CMD",
+                   help="audit a tree: a shell command run once, without the "
+                        "fault library, in the starting directory (a copy of "
+                        "--old-dir, or empty) to build the starting state, "
+                        "e.g. 'git init -q && git add . && git commit -qm "
+                        "old'; judged by --check alone")
     g.add_argument("--new", metavar="FILE",
                    help="the content the program must leave in the target; "
                         "{new} in its arguments is a copy of it (default: a "
@@ -191,7 +207,8 @@ def setup_audit(p):
                    help="the target's file name in the work directory "
                         "(default: target)")
     judged = g.add_mutually_exclusive_group()
-    judged.add_argument("--contract", choices=CONTRACTS,
+    # a tree's contract comes with --old-dir or --setup, judged by --check
+    judged.add_argument("--contract", choices=("atomic", "in-place"),
                         help="what the program promises (default: atomic)")
     judged.add_argument("--check", metavar="CMD",
                         help="judge each state with CMD instead (split like a "
@@ -285,7 +302,8 @@ def rerun_argv(args):
     (--out, --jobs, --shard, --keep) are left out, so the rerun of one
     case never overwrites the audit's reports."""
     argv = [command_name(), "audit"]
-    for opt, value in (("--old", args.old), ("--new", args.new),
+    for opt, value in (("--old", args.old), ("--old-dir", args.old_dir),
+                       ("--setup", args.setup), ("--new", args.new),
                        ("--target", args.target), ("--contract", args.contract),
                        ("--check", args.check), ("--faults", args.faults),
                        ("--timeout", args.timeout)):
@@ -341,15 +359,21 @@ def cmd_audit(args):
     """
     program = list(args.program)
     exe = resolve_program(program[0], "program")
-    target = target_arg(args.target)
+    tree = args.old_dir is not None or args.setup is not None
+    if tree:
+        check_tree_args(args, program)
+    target = target_arg(args.target) if not tree or args.target else None
     check = check_arg(args.check)
-    contract = "check" if check else (args.contract or "atomic")
+    contract = "tree" if tree else \
+        "check" if check else (args.contract or "atomic")
     uses_new = any("{new}" in a for a in program[1:])
-    if args.new is None and not uses_new and contract != "check":
+    if args.new is None and not uses_new and contract == "atomic" or \
+            args.new is None and not uses_new and contract == "in-place":
         raise UsageError("--new FILE is required: the program's arguments "
                          "have no {new}, so crashcheck cannot know what it "
                          "must leave in the target")
-    if not any("{target}" in a for a in program[1:]) and args.target is None:
+    if not tree and not any("{target}" in a for a in program[1:]) \
+            and args.target is None:
         # A program may have the file name built in (--target says which);
         # a default-named target that nobody passes to it is a mistake.
         raise UsageError("the program's arguments have no {target}: pass "
@@ -359,7 +383,7 @@ def cmd_audit(args):
     new = read_input("--new", args.new) if args.new is not None else None
     if new is None:
         new = payload.make(DEFAULT_SIZE, payload.NEW, 0)
-    if old is None and not args.absent:
+    if old is None and not args.absent and not tree:
         old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
 
     name = program_name(program[0])
@@ -370,6 +394,8 @@ def cmd_audit(args):
                          + ["--"] + program)
     # Every option is checked (pytest_args) before anything is written.
     out = runcmd.out_path(args, default)
+    if tree and args.old_dir is not None:
+        old_dir_arg(args.old_dir, out.resolve())
     inputs = out / AUDIT_DIR
     argv = runcmd.pytest_args(args, [], out, command) + \
         ["--cc-audit", str(inputs / SPEC_FILE)]
@@ -408,10 +434,53 @@ def cmd_audit(args):
         outdir.release(out, refused=True)
         raise UsageError(f"--out: cannot write '{inputs}': {e.strerror}") from None
     try:
+        if tree:
+            # once, here: every run of the audit starts from a copy of it
+            sweep.build_start(
+                inputs / START_DIR, args.old_dir,
+                ["/bin/sh", "-c", args.setup] if args.setup else None,
+                min(sweep.SETUP_TIMEOUT, 10 * desc["timeout"]),
+                "--old-dir", "--setup")
         return runcmd.sweep(argv, out)
     finally:
         if not args.keep:
             shutil.rmtree(inputs, ignore_errors=True)
+
+
+def check_tree_args(args, program):
+    """The options of a tree's audit (--old-dir, --setup) that cannot go
+    with it, or that it needs: one line each, exit 2."""
+    if args.absent or args.old is not None:
+        raise UsageError("--setup: not with --old or --absent: a tree starts "
+                         "from --old-dir and --setup")
+    if args.contract is not None:
+        raise UsageError("--contract: a tree (--old-dir, --setup) is judged "
+                         "by --check alone")
+    if args.check is None:
+        raise UsageError("--check CMD is required: a tree (--old-dir, --setup) "
+                         "is judged by a checker alone, run in each state's "
+                         "directory")
+    if args.setup is not None and not args.setup.strip():
+        raise UsageError("--setup: empty command")
+    if args.target is None:
+        uses = [a for a in program[1:] + [args.check] if "{target}" in a]
+        if uses:
+            raise UsageError("{target} in a tree's audit needs --target NAME: "
+                             "the file of the tree it stands for")
+
+
+def old_dir_arg(text, out):
+    """--old-dir: a directory we can read, not the results directory or
+    one holding it (the copy would hold itself)."""
+    path = Path(text)
+    if not path.is_dir():
+        raise UsageError(f"--old-dir: '{text}' is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise UsageError(f"--old-dir: cannot read '{text}'")
+    here = path.resolve()
+    if out == here or here in out.parents:
+        raise UsageError(f"--old-dir: '{text}' holds the results directory "
+                         f"'{out}'")
 
 
 def _shown_options(args):

@@ -590,6 +590,18 @@ def write_reports(config, state, results, interrupted):
     # (a selection cannot say that a baseline's case is gone)
     meta.update(state.policy.summary(
         results, complete=not (selected or interrupted)))
+    checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
+    if checked:
+        # a checker's answers by content (sweep.CheckCache): how many
+        # crash states it judged, how many of them were distinct, and how
+        # many distinct directories runs left; the checker ran about once
+        # per distinct one
+        distinct = sweep.CheckCache.distinct(state.work / sweep.CHECKS_DIR)
+        meta["checker"] = {
+            "states": sum(r["states"] for r in results
+                          if r["workload"] in checked),
+            "distinct_states": distinct["s"],
+            "distinct_dirs": distinct["d"]}
     out = state.settings.out
     # The teaching corpus: for each buggy variant caught, the rule, the
     # case that caught it and the fix as a diff (harness/reports/lessons.py).

@@ -13,22 +13,45 @@ name         required. The workload's name: [a-z0-9][a-z0-9_-]*. It starts
              directory.
 description  required. Non-empty one-line string: what the workload does.
 command      required. Non-empty list of strings, the argv to run. The
-             placeholders {bin} (workloads/bin of this tree), {target} (the
-             file to replace), {new} (a file holding the new content) and
-             {strategy} are replaced inside any element; any other brace is
-             an error. {target} must appear; {strategy} must appear exactly
-             when `strategies` is given.
+             placeholders {bin} (workloads/bin of this tree), {here} (the
+             directory of the spec file, absolute: where a recipe keeps its
+             driver and checker scripts), {target} (the file to replace),
+             {new} (a file holding the new content) and {strategy} are
+             replaced inside any element; any other brace is an error.
+             {target} must appear, but for the tree contract, which has no
+             target; {strategy} must appear exactly when `strategies` is
+             given.
 strategies   optional. Non-empty list of distinct names ([a-z0-9][a-z0-9_-]*),
              e.g. ["stdio", "direct", "sync", "mmap"]; one case family each.
-contract     "atomic" or "in-place" (crash-model.md, "Contracts and verdicts").
-check        or, instead of contract: a checker argv (non-empty list of
-             strings, same placeholders as command) run in each state's
-             directory; exit 0 means acceptable. Exactly one of contract and
-             check must be given; Spec.contract is then "check".
-sizes        required. Non-empty list of distinct integers in 0..64 MiB: the
-             sizes of the new content, one case family each.
+contract     "atomic", "in-place" or "tree" (crash-model.md, "Contracts and
+             verdicts").
+check        a checker argv (non-empty list of strings, same placeholders
+             as command) run in each state's directory, with
+             CRASHCHECK_EXPECT set to "new" (the program had exited 0) or
+             "old-or-new"; exit 0 means acceptable. Instead of an atomic or
+             in-place contract (give exactly one of them; Spec.contract is
+             then "check"), or required by contract = "tree".
+             The tree contract is for applications that keep several files
+             and directories (a repository, a database): the work directory
+             starts as the tree old_dir and setup make, there is no target
+             file ({target} is refused), and only the checker judges a
+             state: the whole directory the program worked in.
+old_dir      tree contract only: a directory (relative to the spec file,
+             or absolute) copied as the starting work directory, symbolic
+             links as links. Default: an empty directory.
+setup        tree contract only: an argv (placeholders {bin}, {here},
+             {strategy}) run once per strategy and size, without the fault
+             library, in a copy of old_dir (or an empty directory), before
+             the recorded run; what it leaves is every run's starting tree,
+             durable (crash-model.md: whatever is in the scratch before the
+             program starts). A setup that fails is a setup error (exit 2).
+sizes        Non-empty list of distinct integers in 0..64 MiB: the sizes of
+             the new content, one case family each. Required, but for the
+             tree contract, where it defaults to [0] and case ids then leave
+             the size out.
 old          "payload" (default): the target starts with an old payload;
-             "absent": the target does not exist before the run.
+             "absent": the target does not exist before the run. Not for
+             the tree contract (old_dir and setup make its start).
 timeout      seconds per run, a number in (0, 600], default 10.
 sector       bytes the storage writes atomically, 512, 1024, 2048 or 4096
              (default): below 4096 the power-loss cases also tear a write
@@ -91,8 +114,10 @@ from ..judging.oracle import FINDINGS, KINDS, MODELS
 MAX_SIZE = 64 << 20
 MAX_TIMEOUT = 600
 
-PLACEHOLDERS = ("bin", "target", "new", "strategy")
-CONTRACTS = ("atomic", "in-place")
+PLACEHOLDERS = ("bin", "here", "target", "new", "strategy")
+# what setup may use: it runs before a run's scratch exists
+SETUP_PLACEHOLDERS = ("bin", "here", "strategy")
+CONTRACTS = ("atomic", "in-place", "tree")
 OLD_STATES = ("payload", "absent")
 DISKS = ("normal", "full")
 
@@ -106,8 +131,8 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
-          "sizes", "old", "timeout", "sector", "disk", "teaches", "lesson",
-          "fixed_by", "expect")
+          "sizes", "old", "old_dir", "setup", "timeout", "sector", "disk",
+          "teaches", "lesson", "fixed_by", "expect")
 SECTORS = (512, 1024, 2048, 4096)
 EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call",
                  "backend")
@@ -179,10 +204,23 @@ class Spec:
     teaches: str | None = None
     fixed_by: str | None = None
     lesson: str | None = None   # what catches the variant and why
+    old_dir: Path | None = None     # tree: the starting directory, absolute
+    setup: tuple | None = None      # tree: argv that builds the start
+    size_in_id: bool = True         # False: one size, case ids omit it
 
     @property
     def buggy(self):
         return bool(self.expect)
+
+    @property
+    def tree(self):
+        """The tree contract: a directory as the start, a checker judges."""
+        return self.contract == "tree"
+
+    @property
+    def here(self):
+        """{here}: the spec file's directory, absolute."""
+        return Path(self.path).resolve().parent
 
     def _substitute(self, argv, bin, target, new, strategy):
         if self.strategies:
@@ -192,7 +230,7 @@ class Spec:
         elif strategy is not None:
             raise ValueError(f"{self.name}: has no strategies, got {strategy!r}")
         values = {"bin": str(bin), "target": str(target), "new": str(new),
-                  "strategy": strategy}
+                  "strategy": strategy, "here": str(self.here)}
         return [_BRACE.sub(lambda m: values[m.group(1)], arg) for arg in argv]
 
     def argv(self, bin, target, new, strategy=None):
@@ -204,6 +242,12 @@ class Spec:
         if self.check is None:
             raise ValueError(f"{self.name}: contract is {self.contract}, not a checker")
         return self._substitute(self.check, bin, target, new, strategy)
+
+    def setup_argv(self, bin, strategy=None):
+        """The setup command with its placeholders replaced."""
+        if self.setup is None:
+            raise ValueError(f"{self.name}: has no setup")
+        return self._substitute(self.setup, bin, None, None, strategy)
 
 
 def _type_name(value):
@@ -251,7 +295,7 @@ class _Checker:
                 self.fail(field, f"element {i + 1} is {_type_name(item)}, expected a string")
         return tuple(value)
 
-    def argv(self, field, value, strategies):
+    def argv(self, field, value, strategies, allowed=PLACEHOLDERS):
         argv = self.string_list(field, value)
         if not argv[0]:
             self.fail(field, "the program (first element) must not be empty")
@@ -261,10 +305,14 @@ class _Checker:
             leftover = _BRACE.sub("", arg)
             if "{" in leftover or "}" in leftover:
                 self.fail(field, f"unbalanced brace in {arg!r}")
-        unknown = sorted(used - set(PLACEHOLDERS))
+        unknown = sorted(used - set(allowed))
         if unknown:
+            known = " ".join(f"{{{p}}}" for p in allowed)
+            if unknown[0] in PLACEHOLDERS:
+                self.fail(field, f"{{{unknown[0]}}} cannot be used here; "
+                                 f"it may use: {known}")
             self.fail(field, f"unknown placeholder {{{unknown[0]}}}; known: "
-                             + " ".join(f"{{{p}}}" for p in PLACEHOLDERS))
+                             + known)
         if "strategy" in used and not strategies:
             self.fail(field, "uses {strategy} but the spec gives no strategies")
         return argv, used
@@ -282,7 +330,8 @@ def _parse(path, data):
     unknown = [k for k in data if k not in FIELDS]
     if unknown:
         c.fail(unknown[0], f"unknown field (known: {', '.join(FIELDS)})")
-    for req in ("name", "description", "command", "sizes"):
+    tree = data.get("contract") == "tree"
+    for req in ("name", "description", "command") + (() if tree else ("sizes",)):
         if req not in data:
             c.fail(req, "missing (required)")
 
@@ -299,22 +348,51 @@ def _parse(path, data):
             c.fail("strategies", f"{dup[0]!r} is given twice")
 
     command, used = c.argv("command", data["command"], strategies)
-    if "target" not in used:
+    if tree and "target" in used:
+        c.fail("command", "{target} with contract = \"tree\": a tree has no "
+                          "target file (the program runs in the tree)")
+    if not tree and "target" not in used:
         c.fail("command", "must pass {target} to the program")
     if strategies and "strategy" not in used:
         c.fail("command", "gives strategies but never passes {strategy} to the program")
 
-    if ("contract" in data) == ("check" in data):
-        c.fail("contract", "give exactly one of contract (atomic, in-place) and check "
-                           "(a checker command)")
     check = None
-    if "contract" in data:
-        contract = c.choice("contract", data["contract"], CONTRACTS)
+    if tree:
+        if "check" not in data:
+            c.fail("check", "missing: contract = \"tree\" is judged by a checker "
+                            "command alone")
+        contract = "tree"
+    elif ("contract" in data) == ("check" in data):
+        c.fail("contract", "give exactly one of contract (atomic, in-place) and check "
+                           "(a checker command), or contract = \"tree\" with check")
     else:
-        contract = "check"
-        check, _ = c.argv("check", data["check"], strategies)
+        contract = "check" if "check" in data else \
+            c.choice("contract", data["contract"], CONTRACTS)
+    if "check" in data:
+        check, checked = c.argv("check", data["check"], strategies)
+        if tree and "target" in checked:
+            c.fail("check", "{target} with contract = \"tree\": a tree has no "
+                            "target file (the checker runs in the tree)")
 
-    raw_sizes = data["sizes"]
+    old_dir = setup = None
+    for fld in ("old_dir", "setup", "old"):
+        if fld in data and tree == (fld == "old"):
+            c.fail(fld, "only for contract = \"tree\"" if fld != "old" else
+                   "not for contract = \"tree\": old_dir and setup make its "
+                   "starting tree")
+    if "old_dir" in data:
+        raw = c.string("old_dir", data["old_dir"])
+        old_dir = (Path(path).resolve().parent / raw)
+        if not old_dir.is_dir():
+            c.fail("old_dir", f"'{raw}' is not a directory")
+    if "setup" in data:
+        setup, _ = c.argv("setup", data["setup"], strategies, SETUP_PLACEHOLDERS)
+
+    size_in_id = True
+    if tree and "sizes" not in data:
+        raw_sizes, size_in_id = [0], False
+    else:
+        raw_sizes = data["sizes"]
     if not isinstance(raw_sizes, list):
         c.fail("sizes", f"expected a list of integers, got {_type_name(raw_sizes)}")
     if not raw_sizes:
@@ -335,6 +413,9 @@ def _parse(path, data):
         c.fail("timeout", f"{timeout} is not in (0, {MAX_TIMEOUT}] seconds")
 
     disk = c.choice("disk", data.get("disk", "normal"), DISKS)
+    if tree and disk == "full":
+        c.fail("disk", "\"full\" is not for contract = \"tree\" (the full disk "
+                       "is sized from the target's contents)")
 
     sector = data.get("sector", 4096)
     if isinstance(sector, bool) or sector not in SECTORS:
@@ -368,9 +449,10 @@ def _parse(path, data):
 
     return Spec(path=Path(path), name=name, description=description, command=command,
                 strategies=strategies, contract=contract, check=check, sizes=sizes,
-                old=old, timeout=float(timeout), disk=disk, expect=tuple(expect),
-                teaches=teaches, fixed_by=fixed_by, sector=sector,
-                lesson=lesson)
+                old="absent" if tree else old, timeout=float(timeout), disk=disk,
+                expect=tuple(expect), teaches=teaches, fixed_by=fixed_by,
+                sector=sector, lesson=lesson, old_dir=old_dir, setup=setup,
+                size_in_id=size_in_id)
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

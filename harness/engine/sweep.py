@@ -101,6 +101,8 @@ class Combo:
     spec: object            # harness.engine.spec.Spec
     strategy: str | None
     size: int
+    # the tree contract's starting directory (start_tree), once known
+    start: Path | None = field(default=None, repr=False, compare=False)
     # (old, new), made once: every case of the combo needs them, and a
     # payload of megabytes costs more to make than a short run
     _contents: tuple | None = field(default=None, repr=False, compare=False)
@@ -165,8 +167,97 @@ def old_size(size):
 
 def target_name(spec):
     """The target's file name in the work directory: TARGET, unless the
-    spec names its own (an audit's --target)."""
-    return getattr(spec, "target", TARGET)
+    spec names its own (an audit's --target); None for a tree, which has
+    none (an audit of a tree may name a file in it)."""
+    own = getattr(spec, "target", None)
+    if own is not None:
+        return own
+    return None if getattr(spec, "tree", False) else TARGET
+
+
+START_SUFFIX = ".start"
+# a setup runs once per combo, and may make a whole repository
+SETUP_TIMEOUT = 600.0
+
+
+def start_tree(combo, work):
+    """The starting directory of a tree contract's combo (None for other
+    contracts), built on first use: a copy of the spec's old_dir (or an
+    empty directory) in which its setup ran, without the fault library.
+    It lives in the sweep's work directory, WORK/<combo>.start, beside
+    the baselines (an audit's is made by the audit command, in its
+    inputs: the spec's start_dir). Every run of the combo starts from a
+    copy of it (prepare). runner.SetupError, naming the spec, when the
+    old_dir cannot be copied or the setup fails."""
+    spec = combo.spec
+    if not getattr(spec, "tree", False):
+        return None
+    if combo.start is not None:
+        return combo.start
+    own = getattr(spec, "start_dir", None)
+    if own is not None:
+        combo.start = Path(own)
+        return combo.start
+    dest = Path(work) / (combo.prefix + START_SUFFIX)
+    if not dest.is_dir():
+        build_start(dest, spec.old_dir,
+                    spec.setup_argv(BIN, combo.strategy) if spec.setup else None,
+                    min(SETUP_TIMEOUT, 10 * spec.timeout),
+                    f"{spec.name}: old_dir", f"{spec.name}: setup")
+    combo.start = dest
+    return dest
+
+
+def build_start(dest, old_dir, setup, timeout, copy_label="old_dir",
+                setup_label="setup"):
+    """Make DEST a copy of OLD_DIR (or an empty directory) and run SETUP
+    (an argv, or None) in it without the fault library. The copy keeps
+    symbolic links as links, modes and times (git reads the index's
+    times). runner.SetupError, one line starting with the label of what
+    failed, on any failure; DEST is then not made."""
+    dest = Path(dest)
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        if old_dir is not None:
+            try:
+                shutil.copytree(old_dir, partial, symlinks=True)
+            except (OSError, shutil.Error) as e:
+                raise runner.SetupError(
+                    f"{copy_label}: cannot copy '{old_dir}': "
+                    f"{_copy_problem(e)}") from None
+        else:
+            partial.mkdir(parents=True)
+        if setup:
+            run = runner.run(setup, cwd=partial, preload=False,
+                             timeout=timeout)
+            if run.timed_out or run.status != 0:
+                how = (f"ran past {timeout:g} s" if run.timed_out else
+                       f"killed by signal {run.signal}" if run.signal else
+                       f"exited {run.status}")
+                lines = (run.stderr + run.stdout).decode(
+                    "utf-8", "replace").strip().splitlines()
+                raise runner.SetupError(
+                    f"{setup_label} {how}" + (f": {lines[-1].strip()}"
+                                              if lines else ""))
+        os.rename(partial, dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _copy_problem(e):
+    """One line for copytree's failure (shutil.Error holds a list)."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list):
+        src, _, why = e.args[0][0]
+        return f"{src}: {why}"
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)
+
+
+def copy_start(start, work):
+    """Lay the starting tree START out in the (empty) directory WORK."""
+    shutil.copytree(start, work, symlinks=True, dirs_exist_ok=True)
 
 
 def contents(combo):
@@ -279,13 +370,14 @@ class Outcome:
         return self.scratch / "snaps"
 
 
-def prepare(scratch, old, new, target=TARGET, reuse_input=False):
+def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None):
     """Lay out a run's scratch directory: WORK holds the target (the old
-    content, or nothing) and TMP, INPUT the new content the program
-    reads, HOME is the run's own, empty. With reuse_input the scratch is
-    one a run of the same combo used before: its input stays, and the
-    rest is emptied, the last run's snapshots too (a run whose content
-    changes every time, a database's random pages, piled them up)."""
+    content, or nothing) or a copy of the starting tree START, INPUT the
+    new content the program reads, HOME is the run's own, empty. With
+    reuse_input the scratch is one a run of the same combo used before:
+    its input stays, and the rest is emptied, the last run's snapshots
+    too (a run whose content changes every time, a database's random
+    pages, piled them up)."""
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
     snaps = os.path.join(scratch, SNAPS)
@@ -313,6 +405,8 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False):
         for d in (INPUT, SNAPS, HOME, os.path.join(WORK, TMP)):
             os.mkdir(os.path.join(scratch, d))
         _write_input(inp, new)
+    if start is not None:
+        copy_start(start, work)
     if old is not None:
         with open(os.path.join(work, target), "wb") as fh:
             fh.write(old)
@@ -400,6 +494,10 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     "syscall" (harness/engine/backend.py; a server is the preload's)."""
     old, new = contents(combo)
     argv = argv_of(combo)
+    start = combo.start
+    if getattr(combo.spec, "tree", False) and start is None:
+        raise ValueError(f"{combo.prefix}: a tree's run before its start "
+                         "tree was made (start_tree)")
     scratch = Path(scratch)
     sdir = os.fspath(scratch)
     work = os.path.join(sdir, WORK)
@@ -413,7 +511,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     try:
         with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
             try:
-                prepare(sdir, old, new, target_name(combo.spec), reuse_input)
+                prepare(sdir, old, new, target_name(combo.spec), reuse_input,
+                        start)
             except OSError as e:
                 if e.errno in (errno.ENOSPC, errno.EDQUOT):
                     raise ScratchFull(_full_text(sdir, e)) from None
@@ -422,7 +521,7 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 # the last run left something that would not go: start over
                 shutil.rmtree(sdir, ignore_errors=True)
                 os.makedirs(sdir, exist_ok=True)
-                prepare(sdir, old, new, target_name(combo.spec))
+                prepare(sdir, old, new, target_name(combo.spec), start=start)
             if server is None:
                 how = functools.partial(runner.run, argv, backend=backend)
             else:
@@ -613,6 +712,9 @@ def enumerate_cases(specs, settings, log=print):
     contain.session().remove_later(scratch)
     os.symlink(scratch, link)
     work = settings.work
+    # the trees' starts, once each, before any run copies them
+    for combo in all_combos:
+        start_tree(combo, work)
     log(f"crashcheck: recording {len(all_combos)} baseline runs "
         f"({settings.jobs} jobs)")
 
@@ -1109,13 +1211,8 @@ def nothing_intercepted(combo, out, how="preload"):
         # A program that hangs or dies of a signal before it writes has
         # its own verdict (hang, crashed), which says more than this.
         return ""
-    target = target_name(combo.spec)
-    old, _ = contents(combo)
-    path = out.workdir / target
-    now = path.read_bytes() if path.is_file() else None
-    changed = ("the target was left as it was" if now == old
-               else "yet the target changed")
     prog = os.path.basename(out.run.argv[0]) if out.run.argv else "the program"
+    changed = _changed(combo, out)
     if not any(r["ev"] == "init" for r in out.records):
         if how == "syscall":
             return (f"nothing intercepted: {prog} did not start under the "
@@ -1140,6 +1237,47 @@ def nothing_intercepted(combo, out, how="preload"):
             f"work directory was traced ({len(trace.calls(out.records))} "
             f"calls traced in all) and {changed}: the program writes "
             f"nothing there, or writes with {unseen}")
+
+
+def _changed(combo, out):
+    """Whether the run changed its target (or its tree), as words."""
+    if combo.start is not None:
+        same = tree_digest(combo.start) == tree_digest(out.workdir)
+        return ("the tree was left as it was" if same
+                else "yet the tree changed")
+    old, _ = contents(combo)
+    path = out.workdir / target_name(combo.spec)
+    now = path.read_bytes() if path.is_file() else None
+    return ("the target was left as it was" if now == old
+            else "yet the target changed")
+
+
+def tree_digest(top):
+    """A content address of the directory TOP: every name under it, its
+    kind, and a file's bytes or a link's target (not times or owners:
+    what a checker reads). Hex."""
+    h = hashlib.blake2b(digest_size=16)
+    top = os.fspath(top)
+    for root, dirs, files in os.walk(top):
+        dirs.sort()
+        rel = os.path.relpath(root, top)
+        h.update(b"d\0" + os.fsencode(rel) + b"\0")
+        for name in sorted(files + [d for d in dirs
+                                    if os.path.islink(os.path.join(root, d))]):
+            path = os.path.join(root, name)
+            h.update(os.fsencode(name) + b"\0")
+            if os.path.islink(path):
+                h.update(b"l" + os.fsencode(os.readlink(path)) + b"\0")
+            elif os.path.isfile(path):
+                with open(path, "rb") as fh:
+                    fd = hashlib.blake2b(digest_size=16)
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        fd.update(chunk)
+                h.update(b"f" + fd.digest())
+            else:
+                h.update(b"o")      # a fifo, a socket: its name alone
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+    return h.hexdigest()
 
 
 def uring_set_up(out):
@@ -1282,7 +1420,7 @@ def committed_before(judge, combo, out, faulted):
     old, new = contents(combo)
     for point in points.values():
         durable = point.states[0]
-        if combo.spec.contract == "check":
+        if combo.spec.contract in ("check", "tree"):
             if not judge.run_checker(combo, durable, True).ok:
                 return False
         elif payload.classify(durable.target, old, new) != "new":
@@ -1372,6 +1510,7 @@ class Judge:
         # _lite_key -> [lite or thin runs that stood, that did not]
         self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
+        self._checks = None
 
     # ---- helpers
     @property
@@ -1389,6 +1528,14 @@ class Judge:
         """Bytes the storage writes atomically for COMBO's power cuts:
         --sector, else the spec's own."""
         return self.settings.sector or combo.spec.sector
+
+    @property
+    def checks(self):
+        """The sweep's CheckCache, in its work directory (made on first
+        use: after the enumeration made the directory)."""
+        if self._checks is None:
+            self._checks = CheckCache(self.work / CHECKS_DIR)
+        return self._checks
 
     def explore(self, out, model, exit_ok, target=TARGET, sector=4096):
         return explorer.explore(out.records, out.snapdir, model, target,
@@ -1475,35 +1622,56 @@ class Judge:
                 st = st.copy()
                 st.label = f"{label or p.label}, {st.label}"
                 st.claimed = p.claimed
-                if combo.spec.contract == "check":
+                if combo.spec.contract in ("check", "tree"):
                     st.check = self.run_checker(combo, st, p.claimed)
                 out.append(st)
         self.last_states = out
         return out
 
     def run_checker(self, combo, state, claimed):
+        """The checker's answer for a crash state, run once per distinct
+        state (CheckCache): the same files give the same answer, at any
+        crash point, in any case of the combo."""
+        expect = "new" if claimed else "old-or-new"
+        key = ("s", state.digest())
+        hit = self.checks.get(combo, key, expect)
+        if hit is not None:
+            return hit
         scratch = (Path(tempfile.mkdtemp(prefix="state-", dir=self.scratch_root))
                    if self.scratch_root is not None
                    else runner.make_scratch("crashcheck-state-"))
         try:
             explorer.layout(state, scratch)
-            return self.check(combo, scratch, "new" if claimed else "old-or-new")
+            res = self.check(combo, scratch, expect, cache=False)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        self.checks.put(combo, key, expect, res)
+        return res
 
-    def check(self, combo, directory, expect):
-        old, new = contents(combo)
+    def check(self, combo, directory, expect, cache=True):
+        """The checker's answer for DIRECTORY (a run's work directory),
+        with CRASHCHECK_EXPECT=EXPECT; once per distinct content of the
+        directory (tree_digest), unless not cache."""
+        key = None
+        if cache:
+            key = ("d", tree_digest(directory))
+            hit = self.checks.get(combo, key, expect)
+            if hit is not None:
+                return hit
         argv = combo.spec.check_argv(bin=BIN,
                                      target=target_name(combo.spec),
                                      new=f"../{INPUT}/{NEW}",
                                      strategy=combo.strategy)
         env = dict(os.environ, CRASHCHECK_EXPECT=expect)
         limit = timeout_of(combo, self.settings)
+        for name in runner.OUR_VARS:
+            env.pop(name, None)
         run = runner.run(argv, cwd=directory, env=env, preload=False,
                          timeout=limit)
         text = (run.stdout + run.stderr).decode("utf-8", "replace")
         # A checker that cannot answer says nothing about the state: the
-        # case cannot be judged (never torn or lost-update for it)
+        # case cannot be judged (never torn or lost-update for it), and
+        # no answer is kept
         if run.timed_out:
             raise CheckerFailed(f"checker timed out after {limit:g} s",
                                 argv, text)
@@ -1513,7 +1681,10 @@ class Judge:
         if run.outlived:
             raise CheckerFailed("a process the checker started outlived it: "
                                 + ", ".join(run.outlived), argv, text)
-        return oracle.CheckResult(status=run.status, output=text, expect=expect)
+        res = oracle.CheckResult(status=run.status, output=text, expect=expect)
+        if key is not None:
+            self.checks.put(combo, key, expect, res)
+        return res
 
     # ---- the case
     def execute(self, case):
@@ -1545,6 +1716,8 @@ class Judge:
     def _execute(self, case):
         self.last_states, self.last_out, self.last_scratch = [], None, None
         combo = self.combos[case.combo]
+        if combo.start is None:
+            start_tree(combo, self.work)
         old, new = contents(combo)
         base = dict(contract=combo.spec.contract, old=old, new=new,
                     kind=case.kind, plan=case.plan,
@@ -1824,9 +1997,10 @@ class Judge:
         self._server = self._server_key = None
 
     def visible(self, combo, out):
-        path = out.workdir / target_name(combo.spec)
+        name = target_name(combo.spec)
+        path = out.workdir / name if name is not None else None
         target = None
-        if path.is_file():
+        if path is not None and path.is_file():
             # a run without snapshots (lite) is not held to the limit by
             # the library: the harness reads no file past it either
             size = path.stat().st_size
@@ -1838,7 +2012,7 @@ class Judge:
                     "run may take (--scratch-limit)")
             target = path.read_bytes()
         vis = {"target": target}
-        if combo.spec.contract == "check":
+        if combo.spec.contract in ("check", "tree"):
             vis["check"] = self.check(combo, out.workdir, "new"
                                       if out.run.status == 0 else "old-or-new")
         return vis
@@ -2162,6 +2336,76 @@ def outlived_verdict(run):
         "(or run the part that writes in the foreground).")
 
 
+CHECKS_DIR = "checks"
+
+
+class CheckCache:
+    """A checker's answers by content: (combo, state digest, expect) ->
+    oracle.CheckResult. A checker judges files, so a state already judged
+    (at another crash point, in another case, by another process of the
+    pool) is not judged again. The answers live in memory and in DIR (the
+    sweep's work directory, which every process of the pool shares), one
+    small file each, written whole under a temporary name and renamed.
+    hits and misses count this process's lookups."""
+
+    def __init__(self, directory):
+        self.dir = Path(directory)
+        self.mem = {}
+        self.hits = self.misses = 0
+
+    def _name(self, combo, key, expect):
+        # the kind first: a crash state ("s") or a run's directory ("d"),
+        # which distinct() counts apart
+        h = hashlib.blake2b(digest_size=12)
+        h.update("\0".join((combo.prefix, key[1], expect)).encode())
+        return f"{key[0]}-{h.hexdigest()}"
+
+    def get(self, combo, key, expect):
+        name = self._name(combo, key, expect)
+        res = self.mem.get(name)
+        if res is None:
+            try:
+                with open(self.dir / name) as fh:
+                    d = json.load(fh)
+                res = oracle.CheckResult(status=d["status"],
+                                         output=d["output"], expect=expect)
+                self.mem[name] = res
+            except (OSError, ValueError, KeyError, TypeError):
+                res = None
+        if res is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return res
+
+    @staticmethod
+    def distinct(directory):
+        """{kind: how many distinct answers DIRECTORY holds}: "s" crash
+        states, "d" run directories; what the sweep's summary reports."""
+        counts = {"s": 0, "d": 0}
+        try:
+            with os.scandir(directory) as it:
+                for e in it:
+                    kind = e.name.split("-", 1)[0]
+                    if kind in counts:
+                        counts[kind] += 1
+        except OSError:
+            pass
+        return counts
+
+    def put(self, combo, key, expect, res):
+        name = self._name(combo, key, expect)
+        self.mem[name] = res
+        try:
+            self.dir.mkdir(exist_ok=True)
+            tmp = self.dir / f".{name}.{os.getpid()}"
+            with open(tmp, "w") as fh:
+                json.dump({"status": res.status, "output": res.output}, fh)
+            os.rename(tmp, self.dir / name)
+        except OSError:
+            pass        # the next process judges it again: slower, the same
+
+
 EXCERPT_LINES = 40
 # A fault that keeps firing within this many calls of a run's start runs
 # whole, not lite (Judge.lite_from)
@@ -2323,6 +2567,7 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
     (d / "stderr.txt").write_text(res["stderr"], errors="surrogateescape")
     old, new = contents(combo)
     name = target_name(combo.spec)
+    tree = combo.start is not None and (name is None or combo.spec.check)
     if crash is not None:
         explorer.layout(crash, d / "state")
         if res["kind"] != "powerloss" and out.workdir.is_dir():
@@ -2330,16 +2575,23 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
         got = crash.target
     elif out.workdir.is_dir():
         shutil.copytree(out.workdir, d / "state", symlinks=True)
-        target = out.workdir / name
-        got = target.read_bytes() if target.is_file() else None
+        target = out.workdir / name if name is not None else None
+        got = target.read_bytes() if target is not None and target.is_file() \
+            else None
     else:
         # a run stopped for the scratch: its files went, to make room
         (d / "state").mkdir()
         got = None
-    (d / "diff.txt").write_text(
-        f"target against new: {payload.describe(got, old, new)}\n")
-    (d / "README.txt").write_text(state_readme(res, crash, got, old, new),
-                                  errors="surrogateescape")
+    if tree:
+        (d / "diff.txt").write_text(
+            "a tree, judged by its checker alone: see result.json's "
+            "finding for what it said\n")
+    else:
+        (d / "diff.txt").write_text(
+            f"target against new: {payload.describe(got, old, new)}\n")
+    (d / "README.txt").write_text(
+        state_readme(res, crash, got, old, new, tree=tree),
+        errors="surrogateescape")
     with open(d / "result.json", "w") as fh:
         json.dump(res, fh, indent=1, sort_keys=True)    # ASCII: \udcXX
     try:
@@ -2348,7 +2600,7 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
         return str(d) + "/"
 
 
-def state_readme(res, crash, got, old, new):
+def state_readme(res, crash, got, old, new, tree=False):
     """The README.txt of a case's directory (and of `crashcheck replay`'s):
     the case, its verdict, what its state/ is, and for a crash state what
     persisted and the rule it breaks."""
@@ -2356,19 +2608,21 @@ def state_readme(res, crash, got, old, new):
              f"verdict:     {res['verdict']}"]
     if res.get("finding"):
         lines.append(f"finding:     {res['finding']}")
+    what = "a tree, judged by its checker alone" if tree else \
+        payload.describe(got, old, new)
     # what the disk holds first, then why: the order a reader follows
     if crash is not None:
         lines += [f"state:       crash state {crash.label} "
                   f"({res.get('model') or 'posix'} model): what the disk may "
                   "hold after a power cut there",
-                  f"target:      {payload.describe(got, old, new)}",
+                  f"target:      {what}",
                   f"because:     {crash.why}",
                   f"rule:        {crash.rule or '-'}"]
         if res["kind"] != "powerloss":
             lines.append("left:        the directory the run left behind")
     else:
         lines += ["state:       the directory the run left behind",
-                  f"target:      {payload.describe(got, old, new)}"]
+                  f"target:      {what}"]
     if res.get("explanation"):
         lines += ["", res["explanation"]]
     lines += ["", f"reproduce:   {res['reproduce']}"]

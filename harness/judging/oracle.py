@@ -114,7 +114,9 @@ KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
 HARD = ("enospc", "eio")
 TRANSIENT = ("eintr", "short")
 MODELS = ("posix", "ext4-ordered")
-CONTRACTS = ("atomic", "in-place", "check")
+# "tree": a directory the program works in, judged by its checker alone
+CONTRACTS = ("atomic", "in-place", "check", "tree")
+CHECKED = ("check", "tree")
 
 SKIP_STATUS = 77
 _KIND_ERRNO = {"enospc": "ENOSPC", "eio": "EIO", "eintr": "EINTR"}
@@ -363,7 +365,7 @@ def _visible_failure(o, claimed):
 
 
 def _state_failure(o, target, check, claimed, visible=False):
-    if o.contract == "check":
+    if o.contract in CHECKED:
         if check is None:
             raise ValueError("outcome: check contract without a checker result")
         want = "new" if claimed else "old-or-new"
@@ -374,7 +376,11 @@ def _state_failure(o, target, check, claimed, visible=False):
             return None
         if claimed:
             return ("lost-update" if visible else "not-durable"), check.summary()
-        return ("missing" if target is None else "torn"), check.summary()
+        # a tree has no target to be missing: a state its checker refuses
+        # is neither its old nor its new self
+        if o.contract == "check" and target is None:
+            return "missing", check.summary()
+        return "torn", check.summary()
     state = payload.classify(target, o.old, o.new)
     if claimed:
         if state == "new":
@@ -389,7 +395,7 @@ def _state_failure(o, target, check, claimed, visible=False):
 
 
 def _expected(o, claimed):
-    if o.contract == "check":
+    if o.contract in CHECKED:
         return "the checker to accept " + ("the new state" if claimed else "old or new")
     if claimed:
         return "the new content"
@@ -432,7 +438,23 @@ _CALL_WORDS = frozenset((
     "posix_fallocate", "syncfs", "sync_file_range"))
 
 
+# the advice for a tree its checker refused, when the state names no rule
+TREE_FIX = ("Make each step durable before the step that depends on it: "
+            "fsync a file before a name or a log entry points to it, and "
+            "fsync the directory after creating, renaming or removing a "
+            "name in it.")
+
+
 def _torn_text(o, verdict, st=None, rule="", why=""):
+    if o.contract == "tree":
+        if st is None:
+            return (f"{_when(o)}, the checker refuses the tree the program "
+                    f"left: it is neither the old state nor the new. "
+                    f"{TREE_FIX}")
+        fix = _sentence(rule) or TREE_FIX
+        return (f"A power cut at this point ({st.label}) leaves a tree that "
+                f"its checker refuses, neither the old state nor the "
+                f"new{_because(why)} {fix}")
     if st is not None:
         left = "absent" if verdict == "missing" else "neither old nor new"
         fix = _sentence(rule) or ("Write a temporary file, fsync it, rename it over the "

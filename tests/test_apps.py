@@ -1,0 +1,309 @@
+"""Tests of auditing applications (issue 22): a directory tree as the
+starting state (`audit --old-dir`, `--setup`; spec fields old_dir and
+setup), the tree contract (only a checker judges, in the state's
+directory, told CRASHCHECK_EXPECT), the checker run once per distinct
+state, and driver scripts whose every process is traced.
+
+The program under test is tests/progs/minikv.c, a key-value store kept
+in a directory, with its two defects (--no-fsync, --no-dir-fsync) and its
+own checker, so each verdict here is the one crash-model.md gives.
+"""
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.engine import spec as specmod, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+CRASHCHECK = ROOT / "scripts" / "crashcheck"
+PROGS = ROOT / "tests" / "progs"
+
+
+@pytest.fixture(scope="session")
+def minikv(tmp_path_factory):
+    """tests/progs/minikv.c, built with `cc -O0 -Wall`."""
+    out = tmp_path_factory.mktemp("apps-progs") / "minikv"
+    proc = subprocess.run(["cc", "-O0", "-Wall", "-o", str(out),
+                           str(PROGS / "minikv.c")], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cc minikv.c failed:\n{proc.stderr}")
+    return out
+
+
+def cc(*args, cwd=None, timeout=300):
+    return subprocess.run([str(CRASHCHECK), *map(str, args)],
+                          cwd=cwd or ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def results(out):
+    with open(Path(out) / "results.json") as fh:
+        return json.load(fh)
+
+
+def findings(doc):
+    return {(c["kind"], c["model"], c["verdict"]) for c in doc["cases"]
+            if c["verdict"] not in ("ok", "skipped")}
+
+
+def kv_audit(minikv, tmp, *program_opts, extra=()):
+    """An audit of `minikv set k new` over a store that setup made
+    holding k = old, judged by minikv's checker (which logs its runs to
+    TMP/checks.log)."""
+    log = tmp / "checks.log"
+    return cc("audit", "--out", tmp / "out", *extra,
+              "--setup", f"{minikv} set k old",
+              "--check", f"{minikv} check {log} k old new",
+              "--", minikv, "set", "k", "new", *program_opts)
+
+
+# ------------------------------------------------------------- verdicts
+
+def test_a_correct_store_is_clean_and_its_checker_runs_once_per_state(
+        minikv, tmp_path):
+    # one job: two processes may both judge a state neither has seen
+    r = kv_audit(minikv, tmp_path, extra=("--jobs", "1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = results(tmp_path / "out")
+    assert {c["verdict"] for c in doc["cases"]} == {"ok"}
+    kinds = {c["kind"] for c in doc["cases"]}
+    assert kinds >= {"baseline", "eio", "crash", "powerloss", "enospc"}
+    # ids leave the size out: an audit of a tree has none
+    assert "minikv-baseline" in {c["id"] for c in doc["cases"]}
+    judged = sum(c["states"] for c in doc["cases"])
+    runs = len((tmp_path / "checks.log").read_text().splitlines())
+    checker = doc["summary"]["run"]["checker"]
+    # every crash state and every run's directory went through the
+    # checker's answers, yet the checker ran once per distinct one
+    assert checker["states"] == judged > 0
+    assert runs == checker["distinct_states"] + checker["distinct_dirs"]
+    assert checker["distinct_states"] < judged / 4
+
+
+def test_no_fsync_before_rename_is_torn_under_posix_only(minikv, tmp_path):
+    r = kv_audit(minikv, tmp_path, "--no-fsync")
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = findings(results(tmp_path / "out"))
+    assert ("powerloss", "posix", "torn") in found
+    assert ("powerloss", "posix", "not-durable") in found
+    # auto_da_alloc writes the renamed file's data before the rename
+    assert not any(m == "ext4-ordered" for _, m, _ in found), found
+    line = next(li for li in r.stdout.splitlines()
+                if li.startswith("FINDING") and "torn" in li)
+    assert "checker exited 1: db is cut short (0 bytes, no end line)" in line
+
+
+def test_no_dir_fsync_is_not_durable_under_both_models(minikv, tmp_path):
+    r = kv_audit(minikv, tmp_path, "--no-dir-fsync",
+                 extra=("--faults", "baseline,powerloss"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = findings(results(tmp_path / "out"))
+    assert found == {("powerloss", "posix", "not-durable"),
+                     ("powerloss", "ext4-ordered", "not-durable"),
+                     ("baseline", "posix", "not-durable")}, found
+
+
+def test_old_dir_is_copied_and_only_read(minikv, tmp_path):
+    mine = tmp_path / "store"
+    mine.mkdir()
+    (mine / "db").write_text("k=old\nother=kept\nend\n")
+    (mine / "notes").write_text("not the store's\n")
+    os.symlink("notes", mine / "link")
+    before = {p.name: (p.read_bytes(), p.lstat().st_mtime_ns)
+              for p in mine.iterdir()}
+    log = tmp_path / "checks.log"
+    r = cc("audit", "--out", tmp_path / "out", "--old-dir", mine,
+           "--check", f"{minikv} check {log} k old new",
+           "--faults", "baseline,eio,powerloss", "--keep",
+           "--", minikv, "set", "k", "new")
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = {p.name: (p.read_bytes(), p.lstat().st_mtime_ns)
+             for p in mine.iterdir()}
+    assert after == before
+    # the run started from the copy: the other key stayed, the link is one
+    state = tmp_path / "out" / ".work" / "minikv" / "work"
+    assert (state / "db").read_text() == "other=kept\nk=new\nend\n"
+    assert os.readlink(state / "link") == "notes"
+
+
+def test_a_driver_scripts_children_are_traced_and_faulted(minikv, tmp_path):
+    """A driver that starts the store in a child process and waits for
+    it: the child's writes make the crash states, and a fault reaches
+    the child."""
+    driver = tmp_path / "driver.sh"
+    driver.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        # the store's update in a child of its own, as a server would be
+        {minikv} set k new "$@" &
+        wait $!
+        """))
+    driver.chmod(0o755)
+    log = tmp_path / "checks.log"
+    r = cc("audit", "--out", tmp_path / "out",
+           "--setup", f"{minikv} set k old",
+           "--check", f"{minikv} check {log} k old new",
+           "--faults", "baseline,eio,powerloss", "--model", "posix",
+           "--", driver, "--no-fsync")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = results(tmp_path / "out")
+    assert ("powerloss", "posix", "torn") in findings(doc)
+    fsync = [c for c in doc["cases"] if c["plan"] == "fsync#1=EIO"]
+    assert fsync and fsync[0]["verdict"] == "ok"
+    assert fsync[0]["exit"]["status"] == 1
+    assert "minikv: fsync '.': Input/output error" in fsync[0]["stderr"]
+
+
+# ------------------------------------------------------------- bad input
+
+BAD_TREE = [
+    (["--old-dir", "{tmp}/none", "--check", "true"],
+     "--old-dir: '{tmp}/none' is not a directory"),
+    (["--old-dir", "{tmp}/afile", "--check", "true"],
+     "--old-dir: '{tmp}/afile' is not a directory"),
+    (["--old-dir", "{tmp}", "--check", "true"],
+     "--old-dir: '{tmp}' holds the results directory"),
+    (["--old-dir", "{tmp}/adir"], "--check CMD is required"),
+    (["--setup", "true"], "--check CMD is required"),
+    (["--setup", " ", "--check", "true"], "--setup: empty command"),
+    (["--setup", "true", "--absent", "--check", "true"],
+     "--setup: not with --old or --absent"),
+    (["--old-dir", "{tmp}/adir", "--absent", "--check", "true"],
+     "argument --absent: not allowed with argument --old-dir"),
+    (["--setup", "true", "--contract", "atomic"], "--contract: a tree"),
+    (["--setup", "true", "--check", "true {target}"],
+     "{target} in a tree's audit needs --target NAME"),
+    (["--setup", "exit 3", "--check", "true"], "--setup exited 3"),
+    (["--setup", "echo no such thing >&2; false", "--check", "true"],
+     "--setup exited 1: no such thing"),
+]
+
+
+@pytest.mark.parametrize("opts,problem", BAD_TREE,
+                         ids=[f"{i}-" + b[1].split(":")[0].split(" ")[0]
+                              for i, b in enumerate(BAD_TREE)])
+def test_bad_tree_option_is_one_line_and_exit_2(minikv, tmp_path, opts,
+                                                problem):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("x")
+
+    def fill(a):
+        return a.replace("{tmp}", str(tmp_path))
+    r = cc("audit", "--out", tmp_path / "out", *[fill(a) for a in opts],
+           "--", minikv, "set", "k", "new")
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crashcheck: "), lines
+    assert fill(problem) in lines[0]
+
+
+# ------------------------------------------------------------- specs
+
+TREE_SPEC = """\
+name = "kv"
+description = "minikv's update of a store made by setup"
+contract = "tree"
+strategies = ["safe", "no-fsync"]
+command = ["{here}/kv-driver", "{strategy}"]
+check = ["%(minikv)s", "check", "{here}/checks.log", "k", "old", "new"]
+setup = ["%(minikv)s", "set", "k", "old"]
+timeout = 20
+"""
+
+
+def write_tree_spec(minikv, tmp, text=TREE_SPEC, **more):
+    spec = tmp / "kv.toml"
+    spec.write_text(text % {"minikv": minikv} + "".join(
+        f"{k} = {v}\n" for k, v in more.items()))
+    driver = tmp / "kv-driver"
+    driver.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case $1 in
+        safe) exec {minikv} set k new ;;
+        no-fsync) exec {minikv} set k new --no-fsync ;;
+        esac
+        exit 2
+        """))
+    driver.chmod(0o755)
+    return spec
+
+
+def test_tree_spec_fields(minikv, tmp_path):
+    spec = specmod.load(write_tree_spec(minikv, tmp_path))
+    assert spec.contract == "tree" and spec.tree
+    assert spec.sizes == (0,) and spec.size_in_id is False
+    assert spec.old == "absent" and spec.old_dir is None
+    assert spec.argv(bin="B", target=None, new="N", strategy="safe") == \
+        [str(tmp_path / "kv-driver"), "safe"]
+    assert spec.setup_argv("B", "safe") == [str(minikv), "set", "k", "old"]
+    ids = [c.prefix for c in sweep.combos([spec])]
+    assert ids == ["kv-safe", "kv-no-fsync"]
+    (tmp_path / "start").mkdir()
+    spec = specmod.load(write_tree_spec(minikv, tmp_path, old_dir='"start"',
+                                        sizes="[1, 2]"))
+    assert spec.old_dir == tmp_path / "start"
+    assert [c.prefix for c in sweep.combos([spec])][:2] == \
+        ["kv-safe-1B", "kv-safe-2B"]
+
+
+BAD_SPECS = [
+    ('contract = "tree"\ncommand = ["x"]\n', "check",
+     'missing: contract = "tree" is judged by a checker'),
+    ('contract = "tree"\ncommand = ["x", "{target}"]\ncheck = ["c"]\n',
+     "command", "{target} with contract"),
+    ('contract = "tree"\ncommand = ["x"]\ncheck = ["c", "{target}"]\n',
+     "check", "{target} with contract"),
+    ('contract = "tree"\ncommand = ["x"]\ncheck = ["c"]\nold = "absent"\n',
+     "old", 'not for contract = "tree"'),
+    ('contract = "tree"\ncommand = ["x"]\ncheck = ["c"]\nold_dir = "nope"\n',
+     "old_dir", "'nope' is not a directory"),
+    ('contract = "tree"\ncommand = ["x"]\ncheck = ["c"]\nsetup = ["s", "{new}"]\n',
+     "setup", "{new} cannot be used here"),
+    ('contract = "tree"\ncommand = ["x"]\ncheck = ["c"]\ndisk = "full"\n',
+     "disk", '"full" is not for contract = "tree"'),
+    ('contract = "atomic"\ncommand = ["x", "{target}"]\nsizes = [1]\n'
+     'setup = ["s"]\n', "setup", 'only for contract = "tree"'),
+    ('check = ["c"]\ncommand = ["x", "{target}"]\nsizes = [1]\n'
+     'old_dir = "."\n', "old_dir", 'only for contract = "tree"'),
+    ('contract = "atomic"\ncommand = ["x"]\nsizes = [1]\n', "command",
+     "must pass {target}"),
+]
+
+
+@pytest.mark.parametrize("body,field,problem", BAD_SPECS,
+                         ids=[f"{i}-{b[1]}" for i, b in enumerate(BAD_SPECS)])
+def test_bad_tree_spec_names_the_field(tmp_path, body, field, problem):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\ndescription = "d"\n' + body)
+    with pytest.raises(specmod.SpecError) as e:
+        specmod.load(path)
+    assert e.value.field == field, str(e.value)
+    assert problem in str(e.value)
+
+
+def test_a_tree_spec_runs_with_its_setup_per_strategy(minikv, tmp_path):
+    spec = write_tree_spec(minikv, tmp_path)
+    r = cc("run", spec, "--out", tmp_path / "out",
+           "--faults", "baseline,eio,powerloss", "--model", "posix")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = results(tmp_path / "out")
+    bad = {c["id"].split("-powerloss")[0] for c in doc["cases"]
+           if c["verdict"] == "torn"}
+    assert bad == {"kv-no-fsync"}
+    assert all(c["verdict"] == "ok" for c in doc["cases"]
+               if c["strategy"] == "safe")
+
+
+def test_a_failing_spec_setup_is_one_line_and_exit_2(minikv, tmp_path):
+    spec = write_tree_spec(minikv, tmp_path, TREE_SPEC.replace(
+        '"set", "k", "old"]', '"nonsense"]'))
+    r = cc("run", spec, "--out", tmp_path / "out")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.splitlines() == [
+        "crashcheck: kv: setup exited 2: usage: minikv set KEY VALUE "
+        "[--no-fsync] [--no-dir-fsync] | check LOG KEY OLD NEW"]
