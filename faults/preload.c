@@ -68,6 +68,7 @@ static TLS struct {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool init_done;	/* cc_init has read the environment */
+static pthread_once_t fiu_once = PTHREAD_ONCE_INIT;	/* setup_fiu */
 
 /* ---- setup ------------------------------------------------------------ */
 
@@ -158,24 +159,6 @@ static void cc_init(void)
 	e = errno;
 	cc_env_read(true);
 
-	if (cc.plan.nr) {
-		bool enabled[CALL__COUNT] = { false };
-
-		check_libfiu_below();
-		if (fiu_init(0) < 0)
-			cc_die("fiu_init failed");
-		for (size_t i = 0; i < cc.plan.nr; i++) {
-			const struct plan_rule *r = &cc.plan.rules[i];
-			const char *point = call_table[r->call].point;
-
-			if (r->action != PLAN_ERRNO || enabled[r->call])
-				continue;
-			if (fiu_enable_external(point, 1, (void *)(long)r->err, 0,
-						fire_cb) < 0)
-				cc_die("fiu_enable_external '%s' failed", point);
-			enabled[r->call] = true;
-		}
-	}
 	note_std();
 	if (pthread_atfork(NULL, NULL, cc_after_fork_child))
 		cc_die("pthread_atfork failed");
@@ -185,9 +168,45 @@ static void cc_init(void)
 	tls_busy--;
 }
 
+/*
+ * libfiu's points, for a plan's errno rules. Not in cc_init: that may run
+ * from the first wrapped call, and a program with a malloc of its own
+ * (redis-server's jemalloc) makes it from inside malloc's initialization,
+ * through mmap; fiu_init and fiu_enable_external allocate, and malloc
+ * would wait for itself. So from our constructor, or from the first
+ * errno rule armed before it ran (arm).
+ */
+static void setup_fiu(void)
+{
+	bool enabled[CALL__COUNT] = { false };
+
+	if (!cc.plan.nr)
+		return;
+	tls_busy++;
+	check_libfiu_below();
+	if (fiu_init(0) < 0)
+		cc_die("fiu_init failed");
+	for (size_t i = 0; i < cc.plan.nr; i++) {
+		const struct plan_rule *r = &cc.plan.rules[i];
+		const char *point = call_table[r->call].point;
+
+		if (r->action != PLAN_ERRNO || enabled[r->call])
+			continue;
+		if (fiu_enable_external(point, 1, (void *)(long)r->err, 0,
+					fire_cb) < 0)
+			cc_die("fiu_enable_external '%s' failed", point);
+		enabled[r->call] = true;
+	}
+	tls_busy--;
+}
+
 __attribute__((constructor)) static void cc_ctor(void)
 {
+	int e = errno;
+
 	pthread_once(&init_once, cc_init);
+	pthread_once(&fiu_once, setup_fiu);
+	errno = e;
 }
 
 /* ---- the wrappers' common steps ---------------------------------------- */
@@ -472,6 +491,8 @@ static int arm(struct cc_rec *r)
 
 	if (!p)
 		return 0;
+	/* before our constructor: the points are set up here (setup_fiu) */
+	pthread_once(&fiu_once, setup_fiu);
 	point = call_table[r->call].point;
 	tls_fire.call = r->call;
 	tls_fire.err = p->err;

@@ -307,3 +307,72 @@ def test_a_failing_spec_setup_is_one_line_and_exit_2(minikv, tmp_path):
     assert r.stderr.splitlines() == [
         "crashcheck: kv: setup exited 2: usage: minikv set KEY VALUE "
         "[--no-fsync] [--no-dir-fsync] | check LOG KEY OLD NEW"]
+
+
+# ------------------------------------------------------------- own malloc
+
+OWN_MALLOC = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+/* a malloc of its own, like redis-server's jemalloc: one lock, held
+ * while it maps its arena on first use */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char *top;
+void *malloc(size_t n)
+{
+	void *p;
+	pthread_mutex_lock(&lock);
+	if (!top)
+		top = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = top;
+	top += (n + 15) & ~(size_t)15;
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+void free(void *p) { (void)p; }
+void *calloc(size_t a, size_t b) { void *p = malloc(a * b); memset(p, 0, a * b); return p; }
+void *realloc(void *o, size_t n) { void *p = malloc(n); if (o) memcpy(p, o, n); return p; }
+int main(int argc, char **argv)
+{
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "x", 1) != 1 || fsync(fd) < 0) {
+		perror("own-malloc: fsync");
+		return 1;
+	}
+	return close(fd) < 0;
+}
+"""
+CTOR = r"""
+#include <stdlib.h>
+/* allocates before the fault library's constructor runs, as one of
+ * redis-server's libraries does (bindtextdomain) */
+__attribute__((constructor)) static void ctor(void) { free(malloc(16)); }
+"""
+
+
+def test_a_program_with_its_own_malloc_runs_under_a_plan(tmp_path):
+    """redis-server's jemalloc maps memory from inside malloc, and a
+    library's constructor allocates before the fault library's: the fault
+    library's first wrapped call is then that mmap, inside malloc. With a
+    plan it used to set libfiu up right there, and libfiu's allocations
+    waited for malloc's lock for ever: every fault case of Redis hung."""
+    (tmp_path / "ctor.c").write_text(CTOR)
+    (tmp_path / "own.c").write_text(OWN_MALLOC)
+    for argv in (["cc", "-shared", "-fPIC", "-o", "libctor.so", "ctor.c"],
+                 ["cc", "-o", "own-malloc", "own.c", "-L.", "-lctor",
+                  f"-Wl,-rpath,{tmp_path}"]):
+        proc = subprocess.run(argv, cwd=tmp_path, capture_output=True,
+                              text=True)
+        assert proc.returncode == 0, proc.stderr
+    r = subprocess.run([str(CRASHCHECK), "inject", "fsync#1=EIO", "--",
+                        str(tmp_path / "own-malloc"), "f"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "own-malloc: fsync: Input/output error" in r.stderr
+    assert "crashcheck: fired fsync#1=EIO (1 call)" in r.stderr
