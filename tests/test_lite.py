@@ -232,9 +232,12 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
            kinds=sweep.KINDS, note=lambda out: out.trace_from):
     """Every case of SPECS (of KINDS, whose id ONLY takes) judged in one
     process: ({id: (result, [NOTE(Outcome) of each run])}, judge)."""
+    # every call's cases (no grouping): what lite and thin runs must
+    # hold to is every case a long trace gives
     settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
                               jobs=1, lite=lite, keep=keep,
-                              fork_server=fork_server, kinds=kinds)
+                              fork_server=fork_server, kinds=kinds,
+                              exhaustive=True)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     cases = [c for c in cases if only is None or only(c.id)]
     judge = sweep.Judge(specs, settings)

@@ -54,8 +54,11 @@ def clean_sweep(tmp_path_factory):
 def test_correct_workloads_are_clean(clean_sweep):
     proc, out = clean_sweep
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    # pytest's progress, line by line (it is off when nothing is captured)
-    assert re.search(r"^\.+ +\[100%\]$", proc.stdout, re.M), proc.stdout[-500:]
+    # pytest's progress, line by line (it is off when nothing is captured),
+    # with the cases done out of the total (plugin.show_progress)
+    total = len(results(out)["cases"])
+    assert re.search(rf"^\.+ +\[100% {total}/{total}\]$", proc.stdout, re.M), \
+        proc.stdout[-500:]
     data = results(out)
     verdicts = {c["verdict"] for c in data["cases"]}
     assert verdicts <= {"ok", "skipped"}, verdicts

@@ -328,6 +328,10 @@ def rerun_argv(args):
         argv.append("--home")
     if args.scratch_limit is not None:
         argv += ["--scratch-limit", args.scratch_limit]
+    if args.sample != str(sweep.SAMPLE):
+        argv += ["--sample", args.sample]
+    if args.exhaustive:
+        argv.append("--exhaustive")
     return argv
 
 

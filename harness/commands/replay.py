@@ -121,7 +121,8 @@ def cmd_replay(args):
         settings = sweep.Settings(
             out=work, models=(model,) if model else sweep.MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
-            jobs=1, home=bool((run.get("audit") or {}).get("home")))
+            jobs=1, home=bool((run.get("audit") or {}).get("home")),
+            exhaustive=True)
         settings.scratch_limit = sweep.default_limit(1)
         settings.work.mkdir(parents=True)
         combo = next((c for c in sweep.combos([spec])
@@ -131,6 +132,7 @@ def cmd_replay(args):
                              f"of {spec.path}")
         scratch = settings.work / combo.prefix
         scratch.mkdir()
+        sweep.start_tree(combo, settings.work)
         base = sweep.execute_run(combo, "", scratch,
                                  sweep.timeout_of(combo, settings),
                                  settings=settings)
@@ -184,8 +186,9 @@ def lay_out(judge, res, dest, combo):
         got = st.target
     else:
         shutil.copytree(judge.last_out.workdir, state_dir, symlinks=True)
-        p = state_dir / target
-        got = p.read_bytes() if p.is_file() else None
-    (dest / "README.txt").write_text(sweep.state_readme(res, st, got, old, new),
-                                     errors="surrogateescape")
+        p = state_dir / target if target is not None else None
+        got = p.read_bytes() if p is not None and p.is_file() else None
+    (dest / "README.txt").write_text(
+        sweep.state_readme(res, st, got, old, new, tree=target is None),
+        errors="surrogateescape")
     return state_dir

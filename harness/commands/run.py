@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import spec as specmod
-from ..engine.sweep import KINDS, parse_shard, parse_size
+from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
 from . import outdir
 from ..reports import regress
 
@@ -101,6 +101,14 @@ def add_sweep_options(p):
                         "auto (the preload, but the supervisor for static, "
                         "Go and setuid programs and where the preload's "
                         "baseline misses changes; default)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="a case for every traced call and crash point; by "
+                        "default the calls are grouped by call site, file "
+                        "and fault, and of each group the first, the last "
+                        "and a seeded sample between them are run")
+    p.add_argument("--sample", metavar="N", default=str(SAMPLE),
+                   help="cases sampled between the first and the last of "
+                        f"a group (default {SAMPLE})")
 
 
 def setup_run(p):
@@ -214,6 +222,7 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),
             *_sector(args.sector),
+            "--cc-sample", str(_int("sample", args.sample, 0)),
             "--cc-command", command,
             # Per-item work in the pytest process competes with the
             # cases for the cores: capture of sys.stdout only, not of the
@@ -254,6 +263,8 @@ def pytest_args(args, spec_paths, out, command):
     if args.whole_traces:
         argv.append("--cc-whole-traces")
     argv += ["--cc-backend", args.backend]
+    if args.exhaustive:
+        argv.append("--cc-exhaustive")
     for case in getattr(args, "case", []) or []:
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):

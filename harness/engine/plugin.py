@@ -86,6 +86,12 @@ def pytest_addoption(parser):
                      "(reported, not failing)")
     g.addoption("--cc-ignore", default=None, metavar="FILE",
                 help="an ignore file ([[ignore]] case, verdict, reason)")
+    g.addoption("--cc-exhaustive", action="store_true",
+                help="a case for every traced call and crash point (no "
+                     "grouping and sampling)")
+    g.addoption("--cc-sample", type=int, default=sweep.SAMPLE,
+                help="cases sampled inside a group of calls (default "
+                     f"{sweep.SAMPLE})")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -123,6 +129,10 @@ def settings_from(config):
         fork_server=not config.getoption("--cc-exec-each"),
         lite=not config.getoption("--cc-whole-traces"),
         backend=config.getoption("--cc-backend"),
+        # a rerun of chosen cases finds each, whatever grouping chose it
+        exhaustive=config.getoption("--cc-exhaustive")
+        or bool(config.getoption("--cc-case")),
+        sample=config.getoption("--cc-sample"),
         timeout=config.getoption("--cc-timeout"))
 
 
@@ -217,6 +227,7 @@ class Sweep:
     def judge(self):
         if self._judge is None:
             self._judge = sweep.Judge(self.specs, self.settings)
+            self._judge.want_points(self.cases)
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
             self.scratch_root = runner.make_scratch("crashcheck-sweep-")
@@ -485,9 +496,46 @@ def pytest_collection_finish(session):
     cases = [item.case for item in session.items
              if isinstance(item, CaseItem)]
     state.selected = [c.id for c in cases]
+    show_progress(config, len(cases))
     jobs = min(state.settings.jobs, len(cases))
     if jobs > 1:
         state.start_pool(cases, jobs)
+
+
+def show_progress(config, total):
+    """pytest's progress at the end of each line of dots (" [ 42%]") as
+    cases done out of the total and the time left at the pace so far:
+    " [ 42% 2100/5000, 1m05s left]". pytest's terminal reporter has no
+    hook for this: its message is replaced on the reporter object, and
+    its lines made that much shorter so the longer message still fits;
+    a pytest without those attributes keeps its own."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None or getattr(tr, "_show_progress_info", None) != "progress" \
+            or not hasattr(tr, "_progress_nodeids_reported") \
+            or not isinstance(getattr(tr, "_screen_width", None), int):
+        return
+    start = time.monotonic()
+    wide = len(f" [100% {total}/{total}, 99h59m left]")
+
+    def message():
+        done = len(tr._progress_nodeids_reported)
+        text = f" [{done * 100 // max(total, 1):3d}% {done}/{total}"
+        if 0 < done < total:
+            left = (time.monotonic() - start) * (total - done) / done
+            text += ", " + _duration(left) + " left"
+        return text + "]"
+    tr._get_progress_information_message = message
+    tr._screen_width -= wide - len(" [100%]")
+
+
+def _duration(seconds):
+    """'45s', '3m05s', '2h10m'."""
+    s = int(seconds + 0.5)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -590,6 +638,11 @@ def write_reports(config, state, results, interrupted):
     # (a selection cannot say that a baseline's case is gone)
     meta.update(state.policy.summary(
         results, complete=not (selected or interrupted)))
+    try:
+        with open(state.work / sweep.GROUPING_FILE) as fh:
+            meta["grouping"] = json.load(fh)
+    except (OSError, ValueError):
+        pass
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
         # a checker's answers by content (sweep.CheckCache): how many

@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -64,6 +65,11 @@ NOTE = "note"
 BIN = str(ROOT / "workloads" / "bin")
 
 
+# How many cases of a group (select) are sampled between its first and
+# its last
+SAMPLE = 3
+
+
 @dataclass
 class Settings:
     """What one sweep is asked to do (command-line options)."""
@@ -82,6 +88,8 @@ class Settings:
     lite: bool = True                           # traces that start near the fault
     sector: int | None = None                   # --sector; None: each spec's
     backend: str = "auto"                       # auto, preload or syscall (backend.py)
+    exhaustive: bool = False                    # every call and crash point, no sampling
+    sample: int = SAMPLE                        # cases sampled inside a group (select)
 
     @property
     def work_link(self):
@@ -730,11 +738,13 @@ def enumerate_cases(specs, settings, log=print):
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
             save_run(out, how)
+            stats = {}
             cases = cases_of(combo, out, settings, how,
-                             again=record_again(combo, out, settings, how))
+                             again=record_again(combo, out, settings, how),
+                             stats=stats)
             if not any(c.error or c.skip for c in cases):
                 save_unseen(out)
-            return cases
+            return cases, stats
         except runner.SetupError as e:
             # a program that cannot start (not found, not executable): the
             # user's to mend, said in one line; a value, so that it
@@ -760,28 +770,41 @@ def enumerate_cases(specs, settings, log=print):
         workers, results = None, (_guarded(baseline, i)
                                   for i in range(len(all_combos)))
     cases = []
+    totals = {}
     finished = False
     try:
         for combo, (mine, error) in zip(all_combos, results):
             if error is not None:
                 # the combo's baseline case says so; its other cases
                 # cannot be enumerated without it
-                mine = [Case(id=f"{combo.prefix}-baseline", combo=combo.prefix,
-                             kind="baseline",
-                             error="the baseline could not be recorded: "
-                                   + failure_line(error))]
+                mine = ([Case(id=f"{combo.prefix}-baseline",
+                              combo=combo.prefix, kind="baseline",
+                              error="the baseline could not be recorded: "
+                                    + failure_line(error))], {})
             if isinstance(mine, runner.SetupError):
                 raise mine
+            mine, stats = mine
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
             for u in load_unseen(work / combo.prefix):
                 log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
             cases.extend(mine)
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0) + v
         finished = True
     finally:
         if workers is not None:
             pool.stop(workers, finished)
+    grouping = dict(exhaustive=settings.exhaustive, sample=settings.sample,
+                    seed=settings.seed, **totals)
+    with open(work / GROUPING_FILE, "w") as fh:
+        json.dump(grouping, fh)
+    if totals.get("cases", 0) > totals.get("kept", 0):
+        log(f"crashcheck: {totals['kept']} of {totals['cases']} cases, in "
+            f"{totals['groups']} groups of a call site, file and fault "
+            f"(the first, the last and {settings.sample} sampled with seed "
+            f"{settings.seed}; --exhaustive for every one)")
     # What the baselines took says what the cases will: each pool process
     # lays out one case at a time, as large as the largest baseline's
     used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
@@ -789,6 +812,9 @@ def enumerate_cases(specs, settings, log=print):
                f"{settings.jobs} cases at a time, as large as its largest "
                f"baseline ({size_text(used)})")
     return cases, {c.prefix: c for c in all_combos}
+
+
+GROUPING_FILE = "grouping.json"
 
 
 def disk_usage(path):
@@ -1028,13 +1054,16 @@ def timeout_of(combo, settings):
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
-def cases_of(combo, out, settings, how="preload", again=None):
+def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     """The cases of a combo from its baseline OUT, recorded with the
-    backend HOW, which runs them all. AGAIN: other recorded runs of it
-    and the globs of the files whose names change (record_again). Their
-    calls on the work directory must be the baseline's: those made
-    otherwise are named in the baseline's harness-error, and no case is
-    aimed at them."""
+    backend HOW, which runs them all: the baseline, the fault cases of
+    the calls it made in its directory, the power-loss cases of its crash
+    points; grouped and sampled (select) unless settings.exhaustive.
+    AGAIN: other recorded runs of it and the globs of the files whose
+    names change (record_again). Their calls on the work directory must
+    be the baseline's: those made otherwise are named in the baseline's
+    harness-error, and no case is aimed at them. STATS, a dict, gets
+    what select counted."""
     pre = combo.prefix
     run = out.run
     cases = []
@@ -1060,10 +1089,14 @@ def cases_of(combo, out, settings, how="preload", again=None):
     elif "baseline" in settings.kinds:
         cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                           backend=how))
+    if stats is not None and cases:
+        stats["cases"] = stats.get("cases", 0) + 1
+        stats["kept"] = stats.get("kept", 0) + 1
     skip = {c for c, _, _ in moving}
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
     targeted = targeted_calls(out.records, out.workdir, settings.all_calls)
+    faults_found = []       # (group, Case), in trace order
     for i, rec in enumerate(targeted):
         call, coord = rec["call"], names[rec]
         if coord in skip:
@@ -1088,20 +1121,32 @@ def cases_of(combo, out, settings, how="preload", again=None):
             if i and no_change(targeted[i - 1]):
                 faults = set()
         sig = coords.signature(rec)
+        site = call_site(rec, workdir)
         for kind, plan in fault_plans(coord, faults):
             if kind not in settings.kinds:
                 continue
             if no_change(rec) and plan.endswith("=crash-after"):
                 continue
-            cases.append(Case(id=f"{pre}-{plan}", combo=pre, kind=kind,
-                              plan=plan, call=coord, at=rec["seq"],
-                              where=[sig[0], sig[1]], backend=how))
+            faults_found.append((
+                site + (plan.rsplit("#", 1)[1].lstrip("0123456789"),),
+                Case(id=f"{pre}-{plan}", combo=pre, kind=kind, plan=plan,
+                     call=coord, at=rec["seq"], where=[sig[0], sig[1]],
+                     backend=how)))
+    if stats is not None:
+        stats["calls"] = stats.get("calls", 0) + len(targeted)
+    cases += select(faults_found, settings, stats)
     if "powerloss" in settings.kinds and run.status == 0:
         points = crash_point_records(out.records)
+        # a crash point is the state after a call: grouped as the calls
+        # are, by site and file; the two ends are points of their own
+        found = [(("start",) if rec is None and i == 0 else
+                  ("exit",) if rec is None else call_site(rec, workdir), i)
+                 for i, rec in enumerate(points)
+                 if rec is None or is_crash_point(rec, workdir, table)]
+        kept = select(found, settings, stats, models=len(settings.models))
         for model in settings.models:
-            for i, rec in enumerate(points):
-                if rec is not None and not is_crash_point(rec, workdir, table):
-                    continue
+            for i in kept:
+                rec = points[i]
                 tag = "start" if i == 0 else "exit" if rec is None \
                     else names[rec]
                 cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
@@ -1187,6 +1232,52 @@ def escapes(out):
             elif e.is_dir(follow_symlinks=False):
                 todo.append(e.path)
     return ""
+
+
+def call_site(rec, workdir):
+    """What groups a call with others (select): where the program made it
+    (the trace's "at", the object and offset of the caller; the call's
+    name where the trace has none), the call, and the files it named, as
+    paths inside the work directory."""
+    def rel(path):
+        if path and (path == workdir or path.startswith(workdir + "/")):
+            return path[len(workdir) + 1:] or "."
+        return path or ""
+    return (rec.get("at") or "", rec["call"], rel(rec.get("path")),
+            rel(rec.get("path2")))
+
+
+def select(found, settings, stats=None, models=1):
+    """The items of FOUND, a list of (group, item) in trace order, that
+    the sweep runs: cases in proportion to what a program does, not to
+    how many calls it makes. A program that writes a file one byte at a
+    time makes thousands of calls from one call site on one file, and
+    every one faulted alike tells little more than a few: of each group
+    the first, the last and settings.sample drawn between them with a
+    random.Random seeded by the sweep's seed and the group, so the same
+    sweep keeps the same cases. settings.exhaustive keeps every item.
+    STATS (a dict) counts groups, cases found and kept (MODELS cases per
+    item: a crash point is one case per model)."""
+    groups = {}
+    for i, (key, _) in enumerate(found):
+        groups.setdefault(key, []).append(i)
+    if settings.exhaustive:
+        keep = range(len(found))
+    else:
+        keep = set()
+        for key, idx in groups.items():
+            if len(idx) <= settings.sample + 2:
+                keep.update(idx)
+                continue
+            rng = random.Random(f"{settings.seed}\0" + "\0".join(key))
+            keep.update((idx[0], idx[-1]))
+            keep.update(rng.sample(idx[1:-1], settings.sample))
+        keep = sorted(keep)
+    if stats is not None:
+        stats["groups"] = stats.get("groups", 0) + len(groups) * models
+        stats["cases"] = stats.get("cases", 0) + len(found) * models
+        stats["kept"] = stats.get("kept", 0) + len(keep) * models
+    return [found[i][1] for i in keep]
 
 
 # What a trace must show on the work directory for the sweep to see the
@@ -1511,6 +1602,17 @@ class Judge:
         self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
         self._checks = None
+        # combo prefix -> the indices of its crash points that power-loss
+        # cases judge (the others need no states); a combo not here: all
+        self.points = {}
+
+    def want_points(self, cases):
+        """Build crash states only at the points of CASES' power-loss
+        cases (select may have left most out)."""
+        self.points = {}
+        for c in cases:
+            if c.kind == "powerloss":
+                self.points.setdefault(c.combo, set()).add(c.point)
 
     # ---- helpers
     @property
@@ -1537,11 +1639,12 @@ class Judge:
             self._checks = CheckCache(self.work / CHECKS_DIR)
         return self._checks
 
-    def explore(self, out, model, exit_ok, target=TARGET, sector=4096):
+    def explore(self, out, model, exit_ok, target=TARGET, sector=4096,
+                points=None):
         return explorer.explore(out.records, out.snapdir, model, target,
                                 cap=self.settings.cap, seed=self.settings.seed,
                                 exit_ok=exit_ok, blob_cache=out.blobs,
-                                sector=sector)
+                                sector=sector, points=points)
 
     def baseline_points(self, combo, model):
         key = (combo.prefix, model)
@@ -1549,7 +1652,7 @@ class Judge:
             out = load_run(self.work / combo.prefix)
             self._explored[key] = (out, self.explore(
                 out, model, out.run.status == 0, target_name(combo.spec),
-                self.sector(combo)))
+                self.sector(combo), self.points.get(combo.prefix)))
         return self._explored[key]
 
     def baseline_calls(self, combo, out):

@@ -230,7 +230,8 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
             target_name: str = "target", cap: int = DEFAULT_CAP,
             seed: int = 0, *, content: Callable[[str], bytes] | None = None,
             exit_ok: bool = False, only_exit: bool = False,
-            blob_cache: dict | None = None, sector: int = BLOCK) -> list:
+            blob_cache: dict | None = None, sector: int = BLOCK,
+            points=None) -> list:
     """Crash points of a parsed trace under MODEL, each with its states.
 
     snapdir is the snapshot directory (content at SNAPDIR/<hash>), or a
@@ -241,6 +242,9 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     the snapshot contents read for another call on the same snapshots.
     sector, a power of two from 512 to BLOCK: the device's unit of atomic
     writes; below BLOCK, writes also tear inside a block.
+    points, a set of indices into the list, says which points are wanted:
+    the others come with no states, and those wanted have the states they
+    would have in the full list.
     """
     _check_model(model)
     if only_exit:
@@ -252,8 +256,15 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
     init = recs[0]
     world = _World(model, blobs, init)
     builder = _Builder(world, target_name, cap, seed, sector)
+    wanted = points
+
+    def states(index):
+        if wanted is None or index in wanted:
+            return builder.states(index)
+        builder.skip(index)
+        return []
     points = [CrashPoint("before first call", init["seq"], False,
-                         builder.states(0), None)]
+                         states(0), None)]
     counts = {}
     for rec in recs[1:]:
         if rec["ev"] == "init":
@@ -266,10 +277,10 @@ def explore(records: Iterable[dict], snapdir=None, model: str = "posix",
         counts[name] = counts.get(name, 0) + 1
         n = rec.get("n") if isinstance(rec.get("n"), int) else counts[name]
         points.append(CrashPoint(f"after {name}#{n}", rec["seq"], False,
-                                 builder.states(len(points)), rec))
+                                 states(len(points)), rec))
     world.exit()
     points.append(CrashPoint("after exit", recs[-1]["seq"] + 1, bool(exit_ok),
-                             builder.states(len(points)), None))
+                             states(len(points)), None))
     return points
 
 

@@ -902,6 +902,19 @@ def run_facts(summary):
         facts.append(("duration", _seconds(timing["duration"])))
     if run.get("shards"):
         facts.append(("shards", str(len(run["shards"]))))
+    grouping = run.get("grouping") or {}
+    if grouping.get("cases", 0) > grouping.get("kept", 0):
+        facts.append(("cases", (
+            f"{grouping['kept']} of {grouping['cases']}: of each group of "
+            f"calls (by call site, file and fault; {grouping['groups']} "
+            f"groups) the first, the last and {grouping['sample']} "
+            f"sampled between them with seed {grouping['seed']}, "
+            f"--exhaustive for every one")))
+    checker = run.get("checker") or {}
+    if checker.get("states"):
+        facts.append(("checker", (
+            f"{checker['states']} crash states judged, "
+            f"{checker['distinct_states']} distinct, each checked once")))
     return facts
 
 
