@@ -95,7 +95,7 @@ def test_no_fsync_before_rename_is_torn_under_posix_only(minikv, tmp_path):
     # auto_da_alloc writes the renamed file's data before the rename
     assert not any(m == "ext4-ordered" for _, m, _ in found), found
     line = next(li for li in r.stdout.splitlines()
-                if li.startswith("FINDING") and "torn" in li)
+                if li.strip().startswith("FINDING") and "torn" in li)
     assert "checker exited 1: db is cut short (0 bytes, no end line)" in line
 
 

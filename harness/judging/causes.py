@@ -155,8 +155,8 @@ def _rel(path, base):
 
 def named(path, name, base):
     """Whether PATH is the file NAME (a name in the work directory, as the
-    explorer gives it)."""
-    if not path:
+    explorer gives it). A tree (NAME None) has no target."""
+    if not path or name is None:
         return False
     rel = _rel(path, base)
     return rel == name or ("/" not in name and os.path.basename(path) == name)

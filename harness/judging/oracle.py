@@ -669,7 +669,7 @@ def _crash_state_verdict(o, succeeded, silent):
     target = o.target_name
     why = _why(st)
     change = _deciding_change(st, rule, target)
-    if change is None and verdict == "torn":
+    if change is None and verdict == "torn" and target is not None:
         # a state as torn as what a read saw then: the program had
         # renamed an incomplete file over the target, removed the target
         # and not yet finished its replacement, or was writing over the
