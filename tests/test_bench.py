@@ -21,7 +21,9 @@ def test_quick_prints_every_row():
                 "(h) sweep --backend syscall", "floor under the supervisor",
                 "syscall / strace", "(e) sweep / floor", "sweep / strace",
                 "sweep / fiu-run", "states/s", "(f) default make run",
-                "(g) scaling"):
+                "(g) scaling", "(i) crash states judged per second",
+                "no checker (", "a checker (minikv's", "dedup",
+                "(j) scale: not run (--quick)"):
         assert row in out, f"expected a '{row}' row in:\n{out}"
     # the scaling table has one line per number of writes, each with a
     # number of cases that grows with it (writes, cases, sweep s, ms/case,
