@@ -15,6 +15,8 @@
 #                     own processes are killed and stopped (tests/chaos.py)
 #   make install      install in PREFIX (default /usr/local), under DESTDIR
 #   make uninstall    remove what make install installed there
+#   make apps         sweep the applications of examples/apps/ (their
+#                     Debian packages installed first); results/apps/
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -117,6 +119,13 @@ CHAOS_ROUNDS ?= 100
 chaos: all
 	$(Q)$(PYTHON) tests/chaos.py --rounds $(CHAOS_ROUNDS)
 
+# Every recipe of examples/apps/ into results/apps/, with one summary
+# table (scripts/apps). APPS_FLAGS adds crashcheck run options, e.g.
+# APPS_FLAGS='--model posix'; APPS='sqlite lmdb' picks recipes.
+apps: all
+	$(Q)scripts/install-deps --apps --check >/dev/null || scripts/install-deps --apps
+	$(Q)scripts/apps $(APPS) $(if $(APPS_FLAGS),-- $(APPS_FLAGS))
+
 # Quiet when everything is there; otherwise say what is missing and try to
 # install it (which fails, printing the apt-get line, when not root).
 deps:
@@ -132,4 +141,4 @@ endif
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 	$(Q)$(RM) -r man
 
-.PHONY: all check check-docs check-html run fuzz bench stress-check chaos deps clean install uninstall
+.PHONY: all check check-docs check-html run fuzz bench stress-check chaos apps deps clean install uninstall
