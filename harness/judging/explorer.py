@@ -2181,7 +2181,10 @@ def _why(persisted, lost, limit=8):
 
 
 def _rule(w, space, tree, files, target):
-    """The rule a state shows broken, from the history of its target."""
+    """The rule a state shows broken, from the history of its target
+    ("" for a tree, which has none: its checker judges it)."""
+    if target is None:
+        return ""
     vino = w.lookup(w.vis, target)
     sino = tree[1].get(target)
     if sino is None:
