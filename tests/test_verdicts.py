@@ -76,7 +76,7 @@ def test_close_ignored_after_a_successful_fsync_is_ignored_error(saver, tmp_path
     proc, doc, cases = audit(saver, "close-ignored", tmp_path, "--faults", "eio")
     c = cases["saver-close(target.tmp)#1=EIO"]
     assert c["verdict"] == "ignored-error", c
-    assert "close#1 on 'target.tmp' failed with EIO" in c["finding"]
+    assert "close(target.tmp)#1 failed with EIO" in c["finding"]
     assert "the crash state after its exit holds the new content" in c["finding"]
     assert c["cause"]["rule"] == "check what close returns"
     # the only finding: every other fault is reported and exits 1
@@ -121,7 +121,7 @@ def test_one_defect_many_findings(saver, tmp_path):
     assert {c["verdict"] for c in writes} == {"unreported-error"}
     assert len({c["cause"]["key"] for c in writes}) == 1
     c = cases["saver-write(target.tmp)#3=EIO"]
-    assert "write#3 on 'target.tmp' failed with EIO" in c["finding"]
+    assert "write(target.tmp)#3 failed with EIO" in c["finding"]
     assert "the target is not the new content: found" in c["finding"]
     defects = doc["summary"]["defects"]
     first = defects[0]

@@ -2169,7 +2169,8 @@ class Judge:
             fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=out.deciding is not None,
             fault_path=fault_path(faulted, out, out.deciding),
-            fault_call=f"{out.deciding['call']}#{out.deciding['n']}"
+            # named as the case ids name calls: by file, "close(target.tmp)#1"
+            fault_call=coords.Coords(out.records, str(out.workdir))[out.deciding]
             if out.deciding is not None else None,
             fault_retried=fault_retried(faulted, out.calls_after)
             if hard_ok else False,

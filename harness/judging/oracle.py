@@ -326,9 +326,13 @@ def _signame(sig):
         return f"signal {sig}"
 
 
-def _on(o):
-    """" on 'target.tmp'" when the faulted call's file is known."""
-    return f" on '{o.fault_path}'" if o.fault_path else ""
+def _on(o, call=None):
+    """" on 'target.tmp'" when the faulted call's file is known and CALL
+    (the case's own by default) does not name it already, as
+    "write(target.tmp)#3" does."""
+    call = o.call if call is None else call
+    return f" on '{o.fault_path}'" if o.fault_path and "(" not in call \
+        else ""
 
 
 def _fault(o):
@@ -348,7 +352,8 @@ def _failed(o):
     call that decided (Outcome.fault_call: a fault that keeps firing may
     decide at a later call than its first)."""
     name = o.errno_name
-    return f"{o.fault_call or o.call}{_on(o)} failed with {name} ({strerror(name)})"
+    call = o.fault_call or o.call
+    return f"{call}{_on(o, call)} failed with {name} ({strerror(name)})"
 
 
 def _sync_call(call):
