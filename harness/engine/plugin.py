@@ -230,8 +230,8 @@ class Sweep:
             self._judge.want_points(self.cases)
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
+            # (the watchdog removes it should this process be killed)
             self.scratch_root = runner.make_scratch("crashcheck-sweep-")
-            contain.session().remove_later(self.scratch_root)
             self._judge.scratch_root = self.scratch_root
         return self._judge
 

@@ -9,6 +9,7 @@ fired is read from the trace, never assumed.
 
 import os
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -114,7 +115,20 @@ def choose_scratch(need=SHM_MIN_FREE):
 
 
 def make_scratch(prefix="crashcheck-"):
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_base()))
+    """A new directory of ours in the scratch base, named for the
+    session's watchdog to remove before it is made: crashcheck killed at
+    any moment, even between the two, leaves none behind (tests/chaos.py).
+    Its random part is 64 bits: a name someone else made is never named."""
+    base = scratch_base()
+    for _ in range(100):
+        path = Path(base) / f"{prefix}{secrets.token_hex(8)}"
+        contain.session().remove_later(path)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free name for a scratch directory in '{base}'")
 
 
 @dataclass

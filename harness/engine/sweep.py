@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
-from . import backend as backend_mod, calls, contain, coords, fullfs, pool, runner, trace
+from . import backend as backend_mod, calls, coords, fullfs, pool, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -715,9 +715,8 @@ def enumerate_cases(specs, settings, log=print):
     # it, so every process finds it where it always was; with --keep it is
     # copied there at the end (keep_work).
     link.parent.mkdir(parents=True, exist_ok=True)
-    scratch = runner.make_scratch(WORK_PREFIX)
     # removed by the watchdog should this process be killed outright
-    contain.session().remove_later(scratch)
+    scratch = runner.make_scratch(WORK_PREFIX)
     os.symlink(scratch, link)
     work = settings.work
     # the trees' starts, once each, before any run copies them

@@ -502,11 +502,13 @@ def write_all(outdir, cases, meta, lessons=None, junit=None):
     cases = _sorted(_check_cases(cases))
     summary = summarize(cases, meta)
     lessons = _check_lessons(lessons)
-    _write_atomic(outdir / "results.json", _json_text(cases, summary))
     _write_atomic(outdir / "report.md", _markdown_text(cases, summary, lessons))
     _write_atomic(outdir / "report.html", _html_text(cases, summary, lessons))
     if junit is not None:
         _write_atomic(junit, _junit_bytes(cases, summary))
+    # last: a results.json is there only with the reports of its run, should
+    # crashcheck be killed while it writes them (tests/chaos.py)
+    _write_atomic(outdir / "results.json", _json_text(cases, summary))
     return summary
 
 
