@@ -249,7 +249,7 @@ def test_static_binary_is_flagged(files):
     assert {c["backend"] for c in doc["cases"]} == {"syscall"}
     found = {c["id"]: c["verdict"] for c in doc["cases"]}
     assert found["st-baseline"] == "ok"
-    assert found["st-write#1=crash"] == "torn"
+    assert found["st-write(target)#1=crash"] == "torn"
 
 
 # ------------------------------------------------------------- sharding

@@ -108,7 +108,7 @@ fixed_by = "replace"
 [[expect]]
 verdict = "{verdict}"
 kind = "eio"
-call = "fsync#1"
+call = "fsync(target.tmp)#1"
 ''')
     return d / f"{name}.toml"
 
@@ -119,7 +119,7 @@ def test_not_caught_says_fixed_only_when_clean(tmp_path):
     r = cc("run", "--out", tmp_path / "a", "--faults", "eio", spec)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "NOT CAUGHT fixed: expected unreported-error (kind=eio, " \
-        "call=fsync#1), got only ok" in r.stdout
+        "call=fsync(target.tmp)#1), got only ok" in r.stdout
     assert "  fixed: every case is ok now: fixed" in r.stdout
 
 
@@ -129,6 +129,6 @@ def test_not_caught_names_what_a_naive_fix_still_shows(tmp_path):
     r = cc("run", "--out", tmp_path / "o", "--faults", "eio", spec)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "NOT CAUGHT naive: expected unreported-error (kind=eio, " \
-        "call=fsync#1), got only not-durable" in r.stdout
+        "call=fsync(target.tmp)#1), got only not-durable" in r.stdout
     assert "  naive: not fixed: its cases still show not-durable" in r.stdout
     assert "every case is ok" not in r.stdout

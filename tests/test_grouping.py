@@ -39,10 +39,10 @@ def audit_dd(tmp, size, *opts, out="out"):
 
 
 def by_form(doc):
-    """write cases by their plan without the call's number."""
+    """write cases (on the target) by their plan without the call's number."""
     forms = {}
     for c in doc["cases"]:
-        m = re.fullmatch(r"write#(\d+)(.*)", c["plan"])
+        m = re.fullmatch(r"write\(target\)#(\d+)(.*)", c["plan"])
         if m:
             forms.setdefault(m.group(2), []).append(int(m.group(1)))
     return {k: sorted(v) for k, v in forms.items()}
@@ -78,7 +78,7 @@ def test_select_keeps_first_last_and_a_seeded_sample():
 def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
     doc, r = audit_dd(tmp_path, 300)
     forms = by_form(doc)
-    assert set(forms) == {"=EINTR", "+=ENOSPC", "=EIO", "+=EIO", "=crash",
+    assert set(forms) == {"=EINTR", "++=ENOSPC", "=EIO", "++=EIO", "=crash",
                           "=crash-after"}
     for form, ns in forms.items():
         # dd's 300 writes of one byte to its target are one group per
@@ -95,9 +95,9 @@ def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
     # the crash points are grouped alike: after the first and the last
     # write, and a few between
     points = [c["call"] for c in doc["cases"] if c["kind"] == "powerloss"
-              and c["model"] == "posix" and c["call"].startswith("write#")]
-    assert points[0] == "write#1" or "write#1" in points
-    assert "write#300" in points and len(points) == 2 + sweep.SAMPLE
+              and c["model"] == "posix" and c["call"].startswith("write(")]
+    assert "write(target)#1" in points
+    assert "write(target)#300" in points and len(points) == 2 + sweep.SAMPLE
 
 
 def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
@@ -105,7 +105,7 @@ def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
     every, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss",
                         "--exhaustive", out="all")
     assert by_form(every) == {"=EIO": list(range(1, 25)),
-                              "+=EIO": list(range(1, 25))}
+                              "++=EIO": list(range(1, 25))}
     assert len(by_form(grouped)["=EIO"]) == 2 + sweep.SAMPLE
     all_cases = {c["id"]: (c["verdict"], c["states"]) for c in every["cases"]}
     for c in grouped["cases"]:
@@ -118,7 +118,7 @@ def test_a_case_the_grouping_left_out_still_reruns(tmp_path):
     doc, _ = audit_dd(tmp_path, 40, "--faults", "eio")
     kept = set(by_form(doc)["=EIO"])
     left_out = min(set(range(1, 41)) - kept)
-    case = f"dd-write#{left_out}=EIO"
+    case = f"dd-write(target)#{left_out}=EIO"
     new = tmp_path / "new.bin"
     r = cc("audit", "--out", tmp_path / "one", "--contract", "in-place",
            "--new", new, "--faults", "eio", "--case", case, "--", *DD)

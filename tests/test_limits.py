@@ -519,7 +519,7 @@ def test_every_finding_has_its_directory_and_replay_works_on_an_audit(
     power = tmp_path / got["tmpwriter-powerloss@exit-posix"]["dir"]
     readme = (power / "README.txt").read_text()
     assert "state:       crash state after exit, state " in readme
-    assert "persisted:   " in readme and "target:      the old content" in readme
+    assert "because:     " in readme and "target:      the old content" in readme
     assert (power / "state" / "target").read_bytes() != (tmp_path / "new").read_bytes()
     # the baseline's: its deciding crash state, and the directory it left
     base = tmp_path / got["tmpwriter-baseline"]["dir"]

@@ -312,7 +312,8 @@ def test_a_worker_that_dies_costs_only_its_case(tmp_path, mode):
     result, and the run ends."""
     marker = f"kill-parent-{os.getpid()}"
     script = (f': {marker}\n'
-              'case "$CRASHCHECK_PLAN" in close\\#1=EIO) kill -KILL $PPID;; esac\n'
+              'case "$CRASHCHECK_PLAN" in close\\(target\\)\\#1=EIO) '
+              'kill -KILL $PPID;; esac\n'
               'cp "$1" "$0" || exit 1\n')
     spec = write_spec(tmp_path / "w.toml", "killer",
                       ["/bin/sh", "-c", script, "{target}", "{new}"])
@@ -323,7 +324,7 @@ def test_a_worker_that_dies_costs_only_its_case(tmp_path, mode):
     assert proc.returncode == 1, proc.stderr[-2000:]
     doc = results(out)
     by_id = {c["id"]: c for c in doc["cases"]}
-    dead = by_id["killer-10B-close#1=EIO"]
+    dead = by_id["killer-10B-close(target)#1=EIO"]
     assert dead["verdict"] == "harness-error"
     assert "pool process running this case" in dead["finding"]
     assert "killed by SIGKILL" in dead["finding"]
