@@ -21,13 +21,17 @@ and `*` (a run of characters outside ASCII, which fnmatch in a UTF-8
 locale reads as characters and in the C locale as bytes), so Python's
 fnmatch and the C library's agree on it.
 
-A file whose name changes from run to run (mkstemp's `sedmOTy6p`) is
-named by what its names share (`sed??????`, `align`), from recorded runs
+A file with no name (O_TMPFILE, or unlinked while open) is named as
+/proc shows its descriptor, `#INODE (deleted)`: its inode number changes
+from run to run, so its glob is `?*??deleted?` whatever the number, in
+every run alike. A file whose name changes from run to run (mkstemp's
+`sedmOTy6p`) is named by what its names share (`sed??????`, `align`), from recorded runs
 of the program. `moved` compares those runs: the calls on the work
 directory whose coordinates differ between them (a program whose threads
 or processes race) are named, and the sweep never aims a case at them.
 """
 
+import re
 from fnmatch import fnmatchcase
 
 # characters a glob gives as '?': the plan language's own, and fnmatch's
@@ -46,10 +50,19 @@ def relative(path, watch):
     return None
 
 
+# how /proc names the file of a descriptor that has no name
+_UNNAMED = re.compile(r"(.*/)?#[0-9]+ \(deleted\)")
+_UNNAMED_GLOB = "?*??deleted?"
+
+
 def glob_of(rel):
     """The glob that names the file REL (a path relative to the work
     directory) in a plan: the name itself, but for the characters that
-    cannot stand as they are (the module's docstring)."""
+    cannot stand as they are (the module's docstring); a file with no
+    name, by what does not change with its inode number."""
+    m = _UNNAMED.fullmatch(rel)
+    if m:
+        return glob_of(m.group(1) or "") + _UNNAMED_GLOB
     out = []
     for ch in rel:
         if ord(ch) > 0x7e:
@@ -85,6 +98,10 @@ def generalize(group):
     and at the end, and between them a '?' a character where the names
     are as long as one another, else a '*'."""
     first = group[0]
+    if all(_UNNAMED.fullmatch(n) for n in group):
+        globs = {glob_of(n) for n in group}
+        if len(globs) == 1:
+            return globs.pop()
     p = 0
     while all(len(n) > p and n[p] == first[p] for n in group):
         p += 1
