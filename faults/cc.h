@@ -70,6 +70,8 @@ struct cc_state {
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
 	const char *backend;	/* the init record's "backend": "syscall" in the
 				 * supervisor's trace, NULL (none) in the preload's */
+	void (*stop_program)(void);	/* the supervisor's: SIGKILL every process
+				 * of the program (cc_stop_run); NULL in the preload */
 };
 
 extern struct cc_state cc;
@@ -202,7 +204,8 @@ void cc_hash_init(struct cc_hasher *h);
 void cc_hash_feed(struct cc_hasher *h, const void *buf, size_t len);
 uint64_t cc_hash_end(const struct cc_hasher *h);
 
-/* Stop the run (every process of its group): the harness's scratch cannot
+/* Stop the run (every process of its group; under the supervisor, every
+ * process of the program and the supervisor): the harness's scratch cannot
  * hold it. The reason goes to CRASHCHECK_NOTE, the first stop's alone. */
 void cc_stop_run(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* a call the program made failed with ERR: a full scratch is noted */

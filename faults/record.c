@@ -886,6 +886,13 @@ static void note_line(const char *fmt, va_list ap)
  * reports such a run as its own failure (harness-error), never as the
  * program's: a run stopped half way says nothing about it. Without a
  * note, the reason goes to stderr and only this process is killed.
+ *
+ * Under the supervisor this runs in the supervisor, not in the program:
+ * it knows every process of the program (its tracees, in whatever
+ * process group or session they put themselves), kills those
+ * (cc.stop_program), and then itself alone, whoever started it, with or
+ * without a note; its SIGKILL is the run's end the harness sees, as the
+ * preload's.
  */
 void cc_stop_run(const char *fmt, ...)
 {
@@ -897,7 +904,9 @@ void cc_stop_run(const char *fmt, ...)
 	else
 		vsay(fmt, ap);
 	va_end(ap);
-	if (cc.note)
+	if (cc.stop_program)
+		cc.stop_program();
+	else if (cc.note)
 		syscall(SYS_kill, 0, SIGKILL);
 	syscall(SYS_kill, syscall(SYS_getpid), SIGKILL);
 	syscall(SYS_exit_group, 137);

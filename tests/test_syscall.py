@@ -497,6 +497,93 @@ def test_io_uring_is_said_not_seen(tmp_path, progs):
     assert "io_uring_setup#1" in cases[0]["finding"]
 
 
+# ------------------------------------------------------ scratch limit
+
+SETSID_WRITER = r"""
+#include <fcntl.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* a child in a session of its own writes over the same bytes of f ten
+ * times, other bytes each time, then sleeps; the parent waits for it */
+int main(void)
+{
+	static char buf[300000];
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd;
+
+		setsid();
+		fd = open("f", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		for (int i = 0; i < 10; i++) {
+			memset(buf, 'a' + i, sizeof(buf));
+			if (pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf))
+				return 1;
+		}
+		sleep(600);
+		return 0;
+	}
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+"""
+
+
+def test_the_scratch_limit_stops_the_program_not_a_group(tmp_path, progs):
+    """Past the scratch limit the supervisor (which takes the snapshots)
+    says why in the note and kills every process of the program, one
+    that left the process group included, then itself alone: nothing of
+    the program outlives the run, and a shell that started the
+    supervisor in its own group goes on."""
+    src = tmp_path / "setsid.c"
+    src.write_text(SETSID_WRITER)
+    exe = compile_c(tmp_path / "setsid", src)
+    work = tmp_path / "w"
+    work.mkdir()
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    run = runner.run([str(exe)], cwd=work, trace=tmp_path / "t", watch=work,
+                     snapdir=snaps, shared=tmp_path / "s", limit=1 << 20,
+                     note=tmp_path / "note", timeout=120, backend="syscall")
+    assert run.signal == 9 and not run.timed_out, run
+    assert run.outlived == [], run.outlived
+    assert (tmp_path / "note").read_text() == "limit-stored 1048576\n"
+    assert sum(p.stat().st_size for p in snaps.iterdir()) <= (1 << 20) + 300000
+    # the supervisor in the group of a shell that waits for it
+    w2 = tmp_path / "w2"
+    w2.mkdir()
+    env = runner.build_env("", tmp_path / "t2", w2, tmp_path / "snaps2",
+                           tmp_path / "s2", limit=1 << 20,
+                           note=tmp_path / "note2", backend="syscall")
+    (tmp_path / "snaps2").mkdir()
+    proc = subprocess.run(
+        ["/bin/sh", "-c", '"$0" -- "$1"; echo "supervisor ended $?"',
+         str(backend.SUPERVISOR), str(exe)], cwd=w2, env=env,
+        capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert proc.stdout == "supervisor ended 137\n", (proc.stdout, proc.stderr)
+    assert (tmp_path / "note2").read_text() == "limit-stored 1048576\n"
+
+
+def test_the_scratch_limit_is_reported_as_for_the_preload(tmp_path, progs):
+    """A file past --scratch-limit: the baseline of either backend is the
+    same harness-error, naming the limit."""
+    sparse = compile_c(tmp_path / "sparse", PROGS / "sparse.c")
+    found = {}
+    for name in ("preload", "syscall"):
+        proc = cc("audit", "--backend", name, "--check", "/bin/true",
+                  "--target", "t", "--scratch-limit", "2M", "--out",
+                  tmp_path / name, "--", sparse, "t", str(3 << 20))
+        assert proc.returncode == 1, proc.stderr
+        cases = results(tmp_path / name)
+        assert [(c["id"], c["verdict"], c["backend"]) for c in cases] == \
+            [("sparse-baseline", "harness-error", name)]
+        found[name] = cases[0]["finding"]
+    assert found["syscall"] == found["preload"] == (
+        "crashcheck's scratch limit: 't.tmp' is 3.0 MiB, more than the "
+        "2.0 MiB a run may take (--scratch-limit)")
+
+
 # ---------------------------------------------- lite and thin runs alike
 
 def test_lite_and_thin_runs_stand_as_whole_ones(tmp_path, progs):

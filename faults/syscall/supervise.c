@@ -209,6 +209,33 @@ void sv_kill(pid_t tgid)
 	kill(tgid, SIGKILL);
 }
 
+/*
+ * cc_stop_run's: every process of the program, wherever its process group
+ * is (the supervisor's own group may hold others), killed, and waited for
+ * until none is left (a tracee's end comes to its tracer): the run ends
+ * with all of it gone, as the runner's box expects of a run it did not
+ * have to clean up after. One we have not met yet (a fork whose event is
+ * still to come) is a tracee too: killed at its first stop.
+ */
+static void stop_program(void)
+{
+	int status;
+	pid_t pid;
+
+	for (int i = 0; i < TASK_HASH; i++)
+		for (struct task *t = task_hash[i]; t; t = t->next)
+			kill(t->proc->tgid, SIGKILL);
+	for (;;) {
+		pid = waitpid(-1, &status, __WALL);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			break;		/* ECHILD: none is left */
+		if (WIFSTOPPED(status))
+			kill(pid, SIGKILL);
+	}
+}
+
 /* ---- a thread's registers and memory -------------------------------------- */
 
 static bool get_regs(pid_t tid, struct user_regs_struct *regs)
@@ -858,6 +885,7 @@ int main(int argc, char **argv)
 	 * descendants are the runner's box's) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	cc.backend = "syscall";
+	cc.stop_program = stop_program;
 	cc_env_read(false);
 	ctx = build_filter();
 	start.filter = export_filter(ctx);
