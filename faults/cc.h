@@ -213,6 +213,11 @@ void cc_note_failure(const struct cc_rec *r, int err);
 
 /* PATH lies in the WATCH directory (or below it) */
 bool cc_under_watch(const char *path);
+/* after a call that changed names: the listing of the directory holding
+ * R's path (WHICH 1) or path2 (WHICH 2), when that lies in the tree */
+void cc_snap_parent(struct cc_rec *r, int which);
+/* the listing of R's path, a directory of the tree (WATCH itself included) */
+void cc_snap_self(struct cc_rec *r);
 
 /* the trace */
 /* the init record of this process (the preload, at its start) */

@@ -409,23 +409,6 @@ static void taint_rec(const struct cc_rec *r)
 		cc_taint(r->dev, r->ino);
 }
 
-/* after a call that changed names: the listing of the directory holding
- * path (WHICH 1) or path2 (WHICH 2), when that lies in the tree */
-static void snap_parent(struct cc_rec *r, int which)
-{
-	const char *p = which == 2 ? r->path2 : r->path;
-
-	if (cc.recorder && cc_under_watch(p))
-		r->snap |= which == 2 ? SNAP_DIR2 : SNAP_DIR;
-}
-
-/* the listing of path, a directory of the tree (WATCH itself included) */
-static void snap_self(struct cc_rec *r)
-{
-	if (cc.recorder && (cc_under_watch(r->path) || !strcmp(r->path, cc.watch)))
-		r->snap |= SNAP_SELF;
-}
-
 /* the count of glob rule I, the next one with ADD: a process tree counts
  * in one sequence */
 static unsigned long count_rule(void *ctx, size_t i, bool add)
@@ -1044,7 +1027,7 @@ static void fopen_after(struct cc_rec *r, FILE *ret, const char *path, const cha
 			taint_rec(r);
 	}
 	if (r->oflags & (O_CREAT | O_TRUNC)) {
-		snap_parent(r, 1);
+		cc_snap_parent(r, 1);
 		if (ret)
 			snap_fd(r, r->fd);
 	}
@@ -1157,7 +1140,7 @@ static void fsync_after(struct cc_rec *r, int ret, int fd)
 {
 	/* even a failed fsync: the harness needs what the file held then */
 	if (r->is_dir)
-		snap_self(r);
+		cc_snap_self(r);
 	else
 		snap_fd(r, fd);
 }
@@ -1334,7 +1317,7 @@ static void open_done(struct cc_rec *r, int ret, int flags)
 	}
 	/* only a creating or truncating open changes what WATCH holds */
 	if (flags & (O_CREAT | O_TRUNC)) {
-		snap_parent(r, 1);
+		cc_snap_parent(r, 1);
 		if (ret >= 0)
 			snap_fd(r, ret);
 	}
@@ -1446,8 +1429,8 @@ static void rename_done(struct cc_rec *r, int ret)
 	cc_names_changed();
 	if (tracing(r))
 		stat_path(r, ret == 0 ? r->path2 : r->path);
-	snap_parent(r, 1);
-	snap_parent(r, 2);
+	cc_snap_parent(r, 1);
+	cc_snap_parent(r, 2);
 	/* a directory moved in from outside: all under it is new to the trace */
 	if (cc.recorder && ret == 0 && r->is_dir && !cc_under_watch(r->path) &&
 	    cc_under_watch(r->path2))
@@ -1499,7 +1482,7 @@ static void unlink_describe_at(struct cc_rec *r, int dirfd, const char *path)
 static void unlink_done(struct cc_rec *r)
 {
 	cc_names_changed();
-	snap_parent(r, 1);
+	cc_snap_parent(r, 1);
 }
 
 static void unlink_describe(struct cc_rec *r, const char *path)
@@ -1533,9 +1516,9 @@ static void mkdir_done(struct cc_rec *r)
 {
 	if (tracing(r))
 		stat_path(r, r->path);
-	snap_parent(r, 1);
+	cc_snap_parent(r, 1);
 	/* the new directory is empty: its listing says it exists */
-	snap_self(r);
+	cc_snap_self(r);
 }
 
 static void mkdir_describe(struct cc_rec *r, const char *path, mode_t mode)
@@ -1605,7 +1588,7 @@ static void link_done(struct cc_rec *r, int ret)
 	cc_names_changed();
 	if (tracing(r))
 		stat_path(r, ret == 0 ? r->path2 : r->path);
-	snap_parent(r, 2);
+	cc_snap_parent(r, 2);
 	snap_path(r, r->path2);
 }
 
@@ -1639,7 +1622,7 @@ static void symlink_describe(struct cc_rec *r, const char *target, const char *p
 
 static void symlink_after(struct cc_rec *r, int ret, const char *target, const char *path)
 {
-	snap_parent(r, 1);
+	cc_snap_parent(r, 1);
 }
 
 static void symlinkat_describe(struct cc_rec *r, const char *target, int dirfd,
@@ -1651,7 +1634,7 @@ static void symlinkat_describe(struct cc_rec *r, const char *target, int dirfd,
 static void symlinkat_after(struct cc_rec *r, int ret, const char *target, int dirfd,
 			    const char *path)
 {
-	snap_parent(r, 1);
+	cc_snap_parent(r, 1);
 }
 
 /* ---- size and allocation ---- */

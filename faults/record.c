@@ -838,6 +838,21 @@ bool cc_under_watch(const char *path)
 	       path[cc.watch_len] == '/';
 }
 
+/* shared by the preload's hooks and the supervisor's calls.c */
+void cc_snap_parent(struct cc_rec *r, int which)
+{
+	const char *p = which == 2 ? r->path2 : r->path;
+
+	if (cc.recorder && cc_under_watch(p))
+		r->snap |= which == 2 ? SNAP_DIR2 : SNAP_DIR;
+}
+
+void cc_snap_self(struct cc_rec *r)
+{
+	if (cc.recorder && (cc_under_watch(r->path) || !strcmp(r->path, cc.watch)))
+		r->snap |= SNAP_SELF;
+}
+
 /*
  * Hashes this process has seen stored, so that a blob written again (a
  * whole snapshot of unchanged content, a block of zeros) costs no lookup in

@@ -18,6 +18,7 @@ with the reason where it is missing.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -303,6 +304,181 @@ def test_the_supervisor_writes_the_preloads_lines(tmp_path, progs):
     for a, b in zip(pre, sys_):
         a.pop("call"), b.pop("call")
     assert sys_ == pre
+
+
+# The calls that change names or data without write(2), made each way a
+# program makes them: tests/progs/writers.c (a staging subdirectory, an
+# O_TMPFILE linked through /proc, pwritev2 RWF_DSYNC, copy_file_range,
+# sendfile, splice, mkdir, symlink, link) and NAMER below (the *at forms,
+# rmdir, pwritev2 at the descriptor's position and appending).
+NAMER = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+static void ok(long r, const char *what)
+{
+	if (r < 0) {
+		perror(what);
+		exit(1);
+	}
+}
+/* names made and removed with the *at calls, and pwritev2's flags */
+int main(void)
+{
+	char a[3000], b[5000];
+	struct iovec v[2] = { { a, sizeof(a) }, { b, sizeof(b) } };
+	int fd;
+
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	ok(mkdirat(AT_FDCWD, "d", 0755), "mkdirat");
+	ok(fd = open("d/f", O_WRONLY | O_CREAT | O_TRUNC, 0644), "open");
+	ok(pwritev2(fd, v, 2, -1, RWF_DSYNC), "pwritev2 dsync");
+	ok(pwritev2(fd, v, 1, 100, RWF_SYNC), "pwritev2 sync");
+	ok(pwritev2(fd, v + 1, 1, 0, RWF_APPEND), "pwritev2 append");
+	ok(close(fd), "close");
+	ok(symlinkat("f", AT_FDCWD, "d/s"), "symlinkat");
+	ok(linkat(AT_FDCWD, "d/f", AT_FDCWD, "g", 0), "linkat");
+	ok(unlinkat(AT_FDCWD, "d/s", 0), "unlinkat");
+	ok(unlink("d/f"), "unlink");
+	ok(rmdir("d"), "rmdir");
+	return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def writers(tmp_path_factory):
+    d = tmp_path_factory.mktemp("syscall-writers")
+    (d / "namer.c").write_text(NAMER)
+    return {"writers": compile_c(d / "writers", PROGS / "writers.c"),
+            "namer": compile_c(d / "namer", d / "namer.c")}
+
+
+def new_call_lines(d, backend_name, argv):
+    """The trace lines of a run of ARGV under BACKEND in D/work (the
+    recorder on; work holds target, ../in/new the new content) that name
+    a file of work, with what differs between two runs made alike: the
+    run's directory, inode numbers (an O_TMPFILE's path holds its own),
+    and open, which the kernel makes as openat."""
+    work = d / "work"
+    work.mkdir(parents=True)
+    (d / "in").mkdir()
+    (d / "in" / "new").write_bytes(bytes(range(256)) * 23)
+    (work / "target").write_bytes(b"old\n" * 2000)
+    run = runner.run([str(a) for a in argv], cwd=work, trace=d / "t.jsonl",
+                     watch=work, snapdir=d / "snaps", shared=d / "shared",
+                     timeout=60, backend=backend_name)
+    assert run.status == 0, run.stderr_text()
+    out = []
+    for r in trace.calls(trace.load(d / "t.jsonl")):
+        if not any(str(r.get(k, "")).startswith(str(work))
+                   for k in ("path", "path2")):
+            continue
+        line = {k: r[k] for k in SAME if k in r and k != "ino"}
+        if line["call"] == "open":
+            line["call"] = "openat"
+        snap = line.get("snap", {})
+        files = snap.get("files", {})
+        for i, key in enumerate(sorted(files)):
+            files[f"file{i}"] = files.pop(key)
+        dirs = snap.get("dirs", {})
+        for i, dd in enumerate([dirs.pop(key) for key in sorted(dirs)]):
+            dirs[f"dir{i}"] = sorted(dd)
+        text = json.dumps(line).replace(str(d), "D")
+        out.append(json.loads(re.sub(r"#[0-9]+ \(deleted\)", "#N (deleted)",
+                                     text)))
+    return out
+
+
+NEW_CALLS = {
+    "staging": ["mkdir", "rename"],
+    "tmpfile-proc": ["linkat"],
+    "dsync": ["pwritev2"],
+    "copy": ["copy_file_range"],
+    "sendfile": ["sendfile"],
+    "splice": ["splice"],
+    "mkdir-both": ["mkdir"],
+    "symlink": ["symlink"],
+    "hardlink": ["link"],
+    "namer": ["mkdirat", "pwritev2", "pwritev2", "pwritev2", "symlinkat",
+              "linkat", "unlinkat", "unlink", "rmdir"],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(NEW_CALLS))
+def test_the_supervisor_writes_the_preloads_lines_of_the_new_calls(
+        tmp_path, writers, mode):
+    """Each call that changes a name or data without write(2) has the
+    same line under both backends: its file, its flags (pwritev2's
+    RWF_DSYNC, RWF_SYNC, RWF_APPEND), its offset and length, and the
+    listings and files the recorder took after it."""
+    argv = [writers["namer"]] if mode == "namer" else \
+        [writers["writers"], mode, "target", "../in/new"]
+    pre = new_call_lines(tmp_path / "pre", "preload", argv)
+    sys_ = new_call_lines(tmp_path / "sys", "syscall", argv)
+    calls = [r["call"] for r in pre]
+    assert [c for c in calls if c in NEW_CALLS[mode]] == NEW_CALLS[mode]
+    assert sys_ == pre
+    if mode == "namer":
+        flags = [r["flags"] for r in sys_ if r["call"] == "pwritev2"]
+        assert flags == [["RWF_DSYNC"], ["RWF_SYNC"], ["RWF_APPEND"]]
+        # at the descriptor's position (-1), then at 100 (an appending
+        # write's line keeps the offset it was given; its file is
+        # snapshotted whole)
+        offs = [r.get("off") for r in sys_ if r["call"] == "pwritev2"]
+        assert offs[:2] == [0, 100], offs
+    if mode == "staging":
+        # the rename out of stage/ shows both directories' listings
+        rename = next(r for r in sys_ if r["call"] == "rename")
+        assert len(rename["snap"]["dirs"]) == 2, rename
+
+
+def cases_of(out):
+    """{case id: verdict} of an audit, a call on a file named by what
+    it is in the kernel (open is openat there)."""
+    return {re.sub(r"\bopen\(", "openat(", c["id"]): c["verdict"]
+            for c in results(out)}
+
+
+# mode -> the verdicts its audit gives (crash-model.md)
+PARITY = {
+    "staging": {"ok", "not-durable"},       # stage/ synced, "." not
+    "tmpfile-proc": {"ok"},
+    "dsync": {"ok"},                        # RWF_DSYNC: durable at return
+    "copy-nofsync": {"ok", "not-durable", "torn"},
+}
+
+
+@pytest.mark.parametrize("mode", sorted(PARITY))
+def test_an_audit_of_the_new_calls_is_the_same_under_both_backends(
+        tmp_path, writers, mode):
+    """The whole sweep (faults and power cuts) of a program that stages
+    its file in a new subdirectory, links an O_TMPFILE into place,
+    writes with pwritev2(RWF_DSYNC) or copies with copy_file_range gives
+    the same cases, with the same ids, and the same verdicts under
+    either backend."""
+    new = tmp_path / "new"
+    new.write_bytes(bytes(range(256)) * 23)
+    got = {}
+    for name in ("preload", "syscall"):
+        proc = cc("audit", "--backend", name, "--new", new, "--out",
+                  tmp_path / name, "--", writers["writers"], mode,
+                  "{target}", "{new}")
+        assert proc.returncode in (0, 1), proc.stderr
+        assert {c["backend"] for c in results(tmp_path / name)} == {name}
+        got[name] = cases_of(tmp_path / name)
+    assert got["syscall"] == got["preload"]
+    assert set(got["syscall"].values()) == PARITY[mode], got["syscall"]
+    calls = {"staging": "mkdir(stage)#1", "tmpfile-proc": "linkat(",
+             "dsync": "pwritev2(target.tmp)#1",
+             "copy-nofsync": "copy_file_range(target.tmp)#1"}[mode]
+    assert any(calls in case for case in got["syscall"]), sorted(got["syscall"])
 
 
 # ------------------------------------------------ processes and threads

@@ -168,12 +168,6 @@ static void snap_path(struct cc_rec *r, const char *path)
 	r->snap |= SNAP_FILE;
 }
 
-static void snap_dir(struct cc_rec *r, const char *path)
-{
-	if (cc.recorder && (cc_under_watch(path) || !strcmp(path, cc.watch)))
-		r->snap |= SNAP_DIR;
-}
-
 /* mapped MAP_SHARED: stores may change it with no system call */
 static void taint_rec(const struct cc_rec *r)
 {
@@ -193,6 +187,24 @@ static bool is_write(int sc)
 static bool is_vector(int sc)
 {
 	return sc == SC_writev || sc == SC_pwritev || sc == SC_pwritev2;
+}
+
+/* copy_file_range, sendfile, splice: a write of the range copied */
+static bool is_copy(int sc)
+{
+	return sc == SC_copy_file_range || sc == SC_sendfile || sc == SC_splice;
+}
+
+/* the argument that holds the descriptor written to, and the count */
+static int out_arg(int sc)
+{
+	return sc == SC_copy_file_range || sc == SC_splice ? 2 : 0;
+}
+
+static int count_arg(int sc)
+{
+	return sc == SC_copy_file_range || sc == SC_splice ? 4 :
+	       sc == SC_sendfile ? 3 : 2;
 }
 
 /* a vector write with a file offset of its own (pwritev2's -1: none) */
@@ -322,6 +334,7 @@ static unsigned dio_align(pid_t tid, int fd)
 static void shorten(struct pending *c, pid_t tid, pid_t tgid, size_t count)
 {
 	const struct plan_rule *p = &cc.plan.rules[c->r.rule];
+	int fd = (int)c->args[out_arg(c->sc)];
 	unsigned align = 1;
 	size_t want;
 	long long pos;
@@ -330,10 +343,10 @@ static void shorten(struct pending *c, pid_t tid, pid_t tgid, size_t count)
 	want = p->bytes ? p->bytes : count / 2;
 	if (!want)
 		want = 1;
-	if ((sv_fd_facts(c->proc, tid, (int)c->args[0], NULL, &fl, &pos) & SV_GOT_FLAGS) &&
+	if ((sv_fd_facts(c->proc, tid, fd, NULL, &fl, &pos) & SV_GOT_FLAGS) &&
 	    (fl & O_DIRECT)) {
 		/* fewer bytes, but still whole blocks, or the kernel says EINVAL */
-		align = dio_align(tid, (int)c->args[0]);
+		align = dio_align(tid, fd);
 		want -= want % align;
 		if (want < align)
 			want = align;
@@ -344,7 +357,7 @@ static void shorten(struct pending *c, pid_t tid, pid_t tgid, size_t count)
 	if (is_vector(c->sc))
 		c->r.fired = short_vector(c, tid, tgid, want, align < 64 ? 64 : align);
 	else
-		c->r.fired = sv_set_arg(tid, 2, want);
+		c->r.fired = sv_set_arg(tid, count_arg(c->sc), want);
 }
 
 /*
@@ -358,7 +371,9 @@ static bool write_off(struct pending *c, pid_t tid, long long ret)
 	struct cc_rec *r = &c->r;
 	long long after = -1;
 	int fl;
-	bool before_only = r->fdflags >= 0 && !(r->fdflags & O_APPEND) && r->is_reg;
+	bool append = r->fdflags >= 0 &&
+		      ((r->fdflags & O_APPEND) || (r->rwflags & RWF_APPEND));
+	bool before_only = r->fdflags >= 0 && !append && r->is_reg;
 
 	if (!tracing(r))
 		return false;
@@ -376,7 +391,7 @@ static bool write_off(struct pending *c, pid_t tid, long long ret)
 		r->has_off = true;
 		return true;
 	}
-	if (r->fdflags >= 0 && (r->fdflags & O_APPEND))
+	if (append)
 		c->pos = after;
 	if (c->pos >= 0) {
 		r->off = c->pos;
@@ -479,6 +494,60 @@ static unsigned long count_rule(void *ctx, size_t i, bool add)
 	return add ? ++cc.sh->rules[i] : cc.sh->rules[i];
 }
 
+/*
+ * copy_file_range, sendfile, splice, as preload.c's copy_describe and
+ * copy_prepare: the line describes the output, its descriptor, path and
+ * offset (copy_file_range's and splice's OFF_OUT when given, else the
+ * descriptor's position before the call), and the bytes asked. The
+ * snapshot after is the whole file: the bytes never pass through the
+ * program's memory.
+ */
+static void describe_copy(struct pending *c, pid_t tid)
+{
+	struct cc_rec *r = &c->r;
+	const uint64_t *a = c->args;
+	uint64_t off_out = c->sc == SC_sendfile ? 0 : a[3];
+	long long off;
+
+	use_fd(c, tid, (int)a[out_arg(c->sc)], true);
+	r->has_len = true;
+	r->len = (long long)a[count_arg(c->sc)];
+	if (off_out) {
+		c->pos = sv_read(tid, off_out, &off, sizeof(off)) == sizeof(off) ? off : -1;
+	} else if (!tracing(r) || !r->is_reg) {
+		c->pos = -1;
+	}
+}
+
+/*
+ * The file a link names, as preload.c's link_source: a descriptor's
+ * (AT_EMPTY_PATH with "", or /proc/self/fd/N: an O_TMPFILE's, which
+ * reads "/dir/#N (deleted)") or a path.
+ */
+static void link_source(struct pending *c, pid_t tid, int olddir, uint64_t addr,
+			int flags)
+{
+	struct cc_rec *r = &c->r;
+	char old[CC_PATH_MAX], *end;
+	long fd;
+
+	if (!want_path(r) || !sv_read_str(tid, addr, old, sizeof(old)))
+		return;
+	if ((flags & AT_EMPTY_PATH) && !old[0]) {
+		sv_fd_path(tid, olddir, r->path, sizeof(r->path));
+		return;
+	}
+	if (!strncmp(old, "/proc/self/fd/", 14)) {
+		fd = strtol(old + 14, &end, 10);
+		if (end != old + 14 && !*end && fd >= 0 && fd <= INT32_MAX) {
+			sv_fd_path(tid, (int)fd, r->path, sizeof(r->path));
+			if (r->path[0])
+				return;
+		}
+	}
+	sv_abs_path(tid, olddir, old, r->path, sizeof(r->path));
+}
+
 /* what the call works on, before it runs (and before the plan decides:
  * a rule's glob needs the path) */
 static void describe(struct pending *c, pid_t tid)
@@ -497,6 +566,39 @@ static void describe(struct pending *c, pid_t tid)
 	case SC_pwritev2:
 		use_fd(c, tid, (int)a[0], true);
 		r->len = read_vector(c, tid);
+		/* pwritev2's own flags, for this write (RWF_DSYNC: durable
+		 * when it returns); its offset is a[3], a[4] the high half
+		 * the x86_64 kernel ignores */
+		if (c->sc == SC_pwritev2)
+			r->rwflags = (int)a[5];
+		break;
+	case SC_copy_file_range:
+	case SC_sendfile:
+	case SC_splice:
+		describe_copy(c, tid);
+		break;
+	case SC_mkdir:
+	case SC_symlink:
+		use_path(c, tid, AT_FDCWD, a[c->sc == SC_symlink], r->path, sizeof(r->path));
+		break;
+	case SC_mkdirat:
+		use_path(c, tid, (int)a[0], a[1], r->path, sizeof(r->path));
+		break;
+	case SC_symlinkat:
+		use_path(c, tid, (int)a[1], a[2], r->path, sizeof(r->path));
+		break;
+	case SC_rmdir:
+		use_path(c, tid, AT_FDCWD, a[0], r->path, sizeof(r->path));
+		if (tracing(r))
+			stat_path(r, r->path);
+		break;
+	case SC_link:
+		link_source(c, tid, AT_FDCWD, a[0], 0);
+		use_path(c, tid, AT_FDCWD, a[1], r->path2, sizeof(r->path2));
+		break;
+	case SC_linkat:
+		link_source(c, tid, (int)a[0], a[1], (int)a[4]);
+		use_path(c, tid, (int)a[2], a[3], r->path2, sizeof(r->path2));
 		break;
 	case SC_open:
 		use_path(c, tid, AT_FDCWD, a[0], r->path, sizeof(r->path));
@@ -659,11 +761,10 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 		sv_pending_free(c);
 		return SV_KILLED;
 	}
-	if (is_write(sc)) {
+	if (is_write(sc))
 		cc_thin_write(r);
-		if (p && p->action == PLAN_SHORT)
-			shorten(c, tid, tgid, (size_t)r->len);
-	}
+	if ((is_write(sc) || is_copy(sc)) && p && p->action == PLAN_SHORT)
+		shorten(c, tid, tgid, (size_t)r->len);
 	if (p && p->action == PLAN_ERRNO) {
 		c->skip_ret = -p->err;
 		c->skip = r->fired = sv_skip(tid, c->skip_ret);
@@ -703,7 +804,8 @@ static void after(struct pending *c, struct task *t, long long ret)
 			r->has_off = true;
 			r->off = (long long)a[3];
 			/* pwrite on an O_APPEND descriptor appends on Linux */
-			snap_write(c, tid, r->oflags >= 0 && !(r->oflags & O_APPEND));
+			snap_write(c, tid, r->oflags >= 0 && !(r->oflags & O_APPEND) &&
+				   !(r->rwflags & RWF_APPEND));
 		} else {
 			snap_write(c, tid, write_off(c, tid, ret));
 		}
@@ -718,7 +820,7 @@ static void after(struct pending *c, struct task *t, long long ret)
 				stat_fd(r, tid, r->fd);
 		}
 		if (r->oflags >= 0 && (r->oflags & (O_CREAT | O_TRUNC))) {
-			snap_dir(r, r->path);
+			cc_snap_parent(r, 1);
 			if (ok)
 				snap_fd(c, tid, r->fd);
 		}
@@ -727,7 +829,7 @@ static void after(struct pending *c, struct task *t, long long ret)
 	case SC_fdatasync:
 		/* even a failed fsync: the harness needs what the file held then */
 		if (r->is_dir)
-			snap_dir(r, r->path);
+			cc_snap_self(r);
 		else
 			snap_fd(c, tid, r->fd);
 		break;
@@ -769,14 +871,48 @@ static void after(struct pending *c, struct task *t, long long ret)
 		cc_names_changed();
 		if (tracing(r))
 			stat_path(r, ok ? r->path2 : r->path);
-		snap_dir(r, r->path);
-		snap_dir(r, r->path2);
+		cc_snap_parent(r, 1);
+		cc_snap_parent(r, 2);
+		/* a directory moved in from outside: all under it is new */
+		if (cc.recorder && ok && r->is_dir && !cc_under_watch(r->path) &&
+		    cc_under_watch(r->path2))
+			r->snap |= SNAP_TREE2;
 		snap_path(r, r->path2);
 		break;
 	case SC_unlink:
 	case SC_unlinkat:
+	case SC_rmdir:
 		cc_names_changed();
-		snap_dir(r, r->path);
+		cc_snap_parent(r, 1);
+		break;
+	case SC_mkdir:
+	case SC_mkdirat:
+		if (tracing(r))
+			stat_path(r, r->path);
+		cc_snap_parent(r, 1);
+		/* the new directory is empty: its listing says it exists */
+		cc_snap_self(r);
+		break;
+	case SC_link:
+	case SC_linkat:
+		cc_names_changed();
+		if (tracing(r))
+			stat_path(r, ok ? r->path2 : r->path);
+		cc_snap_parent(r, 2);
+		snap_path(r, r->path2);
+		break;
+	case SC_symlink:
+	case SC_symlinkat:
+		cc_snap_parent(r, 1);
+		break;
+	case SC_copy_file_range:
+	case SC_sendfile:
+	case SC_splice:
+		if (c->pos >= 0) {
+			r->has_off = true;
+			r->off = c->pos;
+		}
+		snap_fd(c, tid, r->fd);
 		break;
 	case SC_ftruncate:
 		r->has_len = true;

@@ -19,8 +19,9 @@
  *
  *   errno        the call is skipped (its number set to -1) and returns
  *                -errno: the kernel never runs it
- *   short        write and pwrite64: the count register is lowered, and
- *                the kernel writes the first N bytes; writev, pwritev and
+ *   short        write and pwrite64, copy_file_range, sendfile and splice:
+ *                the count register is lowered, and the kernel writes
+ *                the first N bytes; writev, pwritev and
  *                pwritev2: the supervisor writes the first N bytes of the
  *                vector itself, through a duplicate of the thread's
  *                descriptor (pidfd_getfd: same open file, same offset), and
