@@ -577,6 +577,19 @@ static long long cur_pos(const struct cc_rec *r, int fd)
 }
 
 /*
+ * Where a failed or empty append to a regular file was to go: the file's
+ * end (its size before the call), not the descriptor's position, which an
+ * append moves only when it writes (0 on a file just opened O_APPEND).
+ * A fault on such a call is aimed at the call the recorded run made at
+ * the end; recording the position would make every faulted append look
+ * like another call. AFTER (the position) for anything else.
+ */
+static long long append_end(const struct cc_rec *r, long long after)
+{
+	return r->has_st && r->is_reg ? (long long)r->st.st_size : after;
+}
+
+/*
  * Set the offset of a write() or writev() that returned RET from BEFORE
  * (cur_pos) and, where pos_plan() says, the position after the call. True
  * when off is where the bytes went (a range snapshot needs it).
@@ -602,7 +615,7 @@ static bool write_off(struct cc_rec *r, int fd, long long before, long long ret)
 		return true;
 	}
 	if (how == POS_AFTER)
-		before = after;
+		before = append_end(r, after);
 	if (before >= 0) {
 		r->off = before;
 		r->has_off = true;

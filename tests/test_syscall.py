@@ -16,6 +16,7 @@ The Go tests build the writer with Debian's golang-go, and are skipped
 with the reason where it is missing.
 """
 
+import errno
 import json
 import os
 import re
@@ -479,6 +480,28 @@ def test_an_audit_of_the_new_calls_is_the_same_under_both_backends(
              "dsync": "pwritev2(target.tmp)#1",
              "copy-nofsync": "copy_file_range(target.tmp)#1"}[mode]
     assert any(calls in case for case in got["syscall"]), sorted(got["syscall"])
+
+
+@pytest.mark.parametrize("backend_name", ["preload", "syscall"])
+def test_a_failed_append_is_placed_at_the_end(tmp_path, progs, backend_name):
+    # A fault on an append is aimed at the call the recorded run made at
+    # the file's end: the failed call must be recorded there too, not at
+    # the descriptor's position (0 on a file just opened O_APPEND), or
+    # every faulted append looks like another call (git's reflogs did).
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "target").write_bytes(b"o" * 157)
+    run = runner.run([str(progs["ops"]), "open", "target", "w,append",
+                      "write", "147", "write", "10"], cwd=work,
+                     plan="write(target)#1=EIO", trace=tmp_path / "t.jsonl",
+                     watch=work, snapdir=tmp_path / "snaps",
+                     shared=tmp_path / "shared", timeout=60,
+                     backend=backend_name)
+    writes = [(r.get("off"), r.get("len"), r.get("errno"))
+              for r in trace.calls(trace.load(tmp_path / "t.jsonl"))
+              if r["call"] == "write"
+              and str(r.get("path", "")).endswith("/target")]
+    assert writes == [(157, 147, errno.EIO), (157, 10, 0)], run.stderr_text()
 
 
 # ------------------------------------------------ processes and threads

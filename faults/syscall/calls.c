@@ -391,8 +391,10 @@ static bool write_off(struct pending *c, pid_t tid, long long ret)
 		r->has_off = true;
 		return true;
 	}
+	/* a failed or empty append was to go at the end of a regular file (its
+	 * size before the call), as preload.c's append_end() says */
 	if (append)
-		c->pos = after;
+		c->pos = r->has_st && r->is_reg ? (long long)r->st.st_size : after;
 	if (c->pos >= 0) {
 		r->off = c->pos;
 		r->has_off = true;
