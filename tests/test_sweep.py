@@ -360,3 +360,18 @@ def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
         assert list((work / sw.TMP).iterdir()) == []
         assert (work / "target").read_bytes() == old
         assert not (scratch / "trace.jsonl").exists()
+
+
+def test_a_name_that_differs_in_a_number_is_any_number():
+    """Names that differ from run to run only in digits (a process id:
+    Redis's temp-<pid>.rdb) take any number in the next run, of any
+    length, the digits the recorded runs shared included; mkstemp's
+    names keep one '?' per character."""
+    from fnmatch import fnmatchcase
+    from harness.engine import coords
+    g = coords.generalize(["temp-3812.rdb", "temp-3845.rdb", "temp-3871.rdb"])
+    assert g == "temp-*.rdb"
+    assert fnmatchcase("temp-4021.rdb", g) and fnmatchcase("temp-40211.rdb", g)
+    assert coords.generalize(["sedmOTy6p", "sedAb12Cd", "sedx9z12q"]) == \
+        "sed??????"
+    assert coords.generalize(["a.38.tmp", "a.381.tmp"]) == "a.*.tmp"

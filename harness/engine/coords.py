@@ -96,7 +96,9 @@ def generalize(group):
     """One glob for the names GROUP that one file had in several runs
     (mkstemp's 'sedmOTy6p', 'sedAb12Cd'): what they share at the start
     and at the end, and between them a '?' a character where the names
-    are as long as one another, else a '*'."""
+    are as long as one another, else a '*'; a '*' for the whole number
+    where they differ only in digits ('temp-3812.rdb', 'temp-3845.rdb':
+    'temp-*.rdb')."""
     first = group[0]
     if all(_UNNAMED.fullmatch(n) for n in group):
         globs = {glob_of(n) for n in group}
@@ -109,6 +111,15 @@ def generalize(group):
     while all(len(n) - p > s and n[len(n) - 1 - s] == first[len(first) - 1 - s]
               for n in group):
         s += 1
+    if all(n[p:len(n) - s].isdigit() or p + s == len(n) for n in group):
+        # a number (a process id: Redis's temp-<pid>.rdb): the next run's
+        # may differ in any digit and be longer or shorter, so the digits
+        # the runs happened to share at its edges are not kept either
+        while p and first[p - 1].isdigit():
+            p -= 1
+        while s and first[len(first) - s].isdigit():
+            s -= 1
+        return glob_of(first[:p]) + "*" + glob_of(first[len(first) - s:])
     middles = {len(n) - p - s for n in group}
     mid = "?" * middles.pop() if len(middles) == 1 else "*"
     return glob_of(first[:p]) + mid + glob_of(first[len(first) - s:])
