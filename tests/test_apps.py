@@ -434,3 +434,28 @@ def test_lmdb_recipe_power_loss(tmp_path):
     cuts = [c for c in doc["cases"] if c["kind"] == "powerloss"]
     assert cuts and all(c["states"] >= 1 for c in cuts)
     assert any("@fdatasync(data.mdb)#1-" in c["id"] for c in cuts)
+
+
+def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
+        tmp_path):
+    """git's default core.fsync (committed,-loose-object) fsyncs nothing
+    in a commit of loose objects: a power cut after git commit exits 0
+    can leave the branch at the old commit. A failed append to the
+    reflog (O_APPEND) is the call the recorded run made at the file's
+    end, not another one: judged (git stops, exit 128, old state kept),
+    never a harness-error."""
+    need("git")
+    # four crash states of the power cut after exit: its cost is the
+    # checker's (git fsck) per state
+    doc = run_recipe(tmp_path, "git", "--cap", "4",
+                     "--case", "git-powerloss@exit-posix",
+                     "--case", "git-write(.git/logs/HEAD)#1=EIO")
+    got = {c["id"]: c for c in doc["cases"]}
+    assert set(got) == {"git-powerloss@exit-posix",
+                        "git-write(.git/logs/HEAD)#1=EIO"}, sorted(got)
+    lost = got["git-powerloss@exit-posix"]
+    assert lost["verdict"] == "not-durable", lost
+    assert "main is commit 'old' (CRASHCHECK_EXPECT=new)" in lost["finding"]
+    failed = got["git-write(.git/logs/HEAD)#1=EIO"]
+    assert failed["verdict"] == "ok" and failed["exit"]["status"] == 128, \
+        failed
