@@ -305,6 +305,22 @@ def test_merge_exit_1_on_findings(tmp_path):
 
 # --------------------------------------- a real program: the guide's claim
 
+def test_replay_of_a_call_on_a_file_with_a_random_name(tmp_path):
+    """sed's temp file is named at random (mkstemp): the case names its
+    calls by what three recorded runs' names share, and replay records
+    them again the same way to find the case."""
+    r = cc("audit", "--out", tmp_path / "out", "--old", SED_OLD,
+           "--new", SED_NEW, "--model", "posix", "--", *SED)
+    assert r.returncode == 1, r.stdout + r.stderr
+    case = "sed-powerloss@rename(sed??????)#1-posix"
+    r = cc("replay", "--results", tmp_path / "out" / "results.json",
+           "--out", tmp_path / "replay", case)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"crashcheck: {case}: torn" in r.stdout
+    readme = (tmp_path / "replay" / "README.txt").read_text()
+    assert "target:      empty" in readme, readme
+
+
 def test_sed_audit_matches_readme(tmp_path):
     """docs/guide.md "Real programs": GNU sed -i writes a temp file and
     renames it with no fsync. Under posix a power cut after the rename can

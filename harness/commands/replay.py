@@ -133,14 +133,17 @@ def cmd_replay(args):
         scratch = settings.work / combo.prefix
         scratch.mkdir()
         sweep.start_tree(combo, settings.work)
+        # under the backend the case ran under (its baseline's)
+        how = recorded.get("backend") or "preload"
         base = sweep.execute_run(combo, "", scratch,
                                  sweep.timeout_of(combo, settings),
-                                 settings=settings)
-        sweep.save_run(base)
+                                 settings=settings, backend=how)
+        sweep.save_run(base, how)
         # recorded again as the sweep did: the names of files whose names
         # change from run to run come from that (sweep.record_again)
-        again = sweep.record_again(combo, base, settings)
-        case = next((c for c in sweep.cases_of(combo, base, settings, again)
+        again = sweep.record_again(combo, base, settings, how)
+        case = next((c for c in sweep.cases_of(combo, base, settings, how,
+                                               again=again)
                      if c.id == case_id), None)
         if case is None:
             raise UsageError(f"case '{case_id}' no longer exists: the program's "
