@@ -375,6 +375,34 @@ def test_a_staging_directory_synced_alone_is_not_durable_under_posix(
     assert r.verdicts("ext4-ordered") == {}
 
 
+def test_a_staging_directorys_finding_is_the_rename_into_the_target_dir(
+        tmp_path, writers):
+    """The program did fsync stage/ after its rename: what the failing
+    state lost that matters is the target's new name in '.', not the
+    creation of stage/ (the first lost change), so the defect is the
+    rename, where the program made it."""
+    from harness.judging import causes
+    r = recorded(tmp_path, writers, "staging")
+    last = explorer.explore(r.records, r.snapdir, "posix", "target",
+                            exit_ok=True)[-1]
+    found = []
+    for st in last.states:
+        st = st.copy()
+        st.claimed = last.claimed
+        v = oracle.judge(oracle.Outcome(
+            contract="atomic", old=r.old, new=r.new, kind="powerloss",
+            status=0, crash_states=[st],
+            target=(r.work / "target").read_bytes()))
+        if v.verdict != "ok":
+            found.append(v)
+    assert found, "staging is not durable under posix"
+    for v in found:
+        assert v.cause.change == ("move-in", "target"), v.cause
+        rec = causes.deciding_record(v.cause, r.records, base=str(r.work))
+        assert rec is not None and rec["call"] in causes.RENAME_CALLS, rec
+        assert rec["path2"].endswith("/target"), rec
+
+
 @pytest.mark.parametrize("mode", ["copy-nofsync", "sendfile-nofsync"])
 def test_a_copy_never_fsynced_is_not_durable_under_posix(tmp_path, writers,
                                                           mode):

@@ -197,15 +197,15 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
 
     if kind == "overwrite":
         return _overwrite(records, done, name, base)
-    if kind in ("rename", "replace"):
+    if kind in ("rename", "replace", "move-in"):
         return last(renamed_to) or last(
             lambda r: r.get("call") in OPEN_CALLS and named(r.get("path"), name, base))
-    if kind == "unlink":
+    if kind in ("unlink", "move-out", "rmdir"):
         # removed, or renamed away
         return last(lambda r: (r.get("call") in UNLINK_CALLS
                                or r.get("call") in RENAME_CALLS)
                     and named(r.get("path"), name, base))
-    if kind in ("create", "link"):
+    if kind in ("create", "link", "mkdir", "symlink"):
         return last(lambda r: (r.get("call") in LINK_CALLS
                                and named(r.get("path2") or r.get("path"), name, base))
                     or (r.get("call") in OPEN_CALLS and "O_CREAT" in (r.get("flags") or ())

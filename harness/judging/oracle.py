@@ -524,8 +524,11 @@ def _check_rule(o):
     return f"check what {o.call.split('#')[0]} returns"
 
 
-# Kinds of explorer.Change: a name in a directory, or a file's data.
-_DIR_CHANGES = ("create", "link", "replace", "rename", "unlink")
+# Kinds of explorer.Change: a name in a directory, or a file's data. A
+# name moved between directories is two changes, one in each (move-in,
+# move-out); a directory's own are mkdir and rmdir.
+_DIR_CHANGES = ("create", "link", "replace", "rename", "move-in", "unlink",
+                "move-out", "mkdir", "rmdir", "symlink")
 _DATA_CHANGES = ("data", "blocks", "size", "flush")
 # explorer's rules (explorer.RULE_*) whose deciding change is a name
 _DIR_RULE_WORDS = ("fsync the directory", "rename the new file over the target in one step")
