@@ -39,6 +39,14 @@ def test_help_verdicts_names_every_verdict_the_oracle_gives():
     assert set(oracle.VERDICTS) <= set(topics.MEANINGS)
 
 
+def test_each_verdicts_meaning_stands_alone():
+    """The help lists the verdicts in the oracle's order, not the
+    contract's table's: a meaning that leans on the row above it ("the
+    same, but") would describe another verdict there."""
+    for verdict, text in topics.MEANINGS.items():
+        assert not re.match(r"(the )?same\b", text, re.I), (verdict, text)
+
+
 def test_help_plans_lists_the_call_table():
     r = cc("help", "plans")
     assert r.returncode == 0, r.stderr

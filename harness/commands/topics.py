@@ -21,9 +21,10 @@ MEANINGS = {
         "a hard fault (ENOSPC, EIO) hit a call on the data path, the "
         "program exited 0 without naming the error, and the data is at risk",
     "ignored-error":
-        "the same, but every crash state after exit still holds the new "
-        "content: error checking is broken, though nothing was lost this "
-        "time",
+        "a hard fault hit a call on the data path and the program exited 0 "
+        "without naming the error, but every crash state after exit still "
+        "holds the new content: error checking is broken, though nothing "
+        "was lost this time",
     "lost-update":
         "the program exited 0, but the target it left is not the new content",
     "torn":
