@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,35 @@ def test_toml_examples_load():
                 spec.load(f)
             seen += 1
             shutil.rmtree(f.parent)
+    assert seen >= 2
+
+
+def test_ignore_examples_match_the_case_ids_of_their_call():
+    """An [[ignore]] example aimed at a call ("mytool-close...") matches
+    the ids an audit of mytool gives that call's faults, as the sweep
+    names them: a call on a file in the work directory is
+    close(t.tmp)#1, so "mytool-close#*" would match nothing."""
+    import fnmatch
+    sys.path.insert(0, str(ROOT))
+    from harness.engine import coords, sweep
+    seen = 0
+    for path in DOCS:
+        for info, body, line in blocks(path):
+            if info != "toml" or "[[ignore]]" not in body:
+                continue
+            for entry in tomllib.loads(body)["ignore"]:
+                m = re.fullmatch(r"mytool-([a-z_0-9]+)\W.*", entry["case"])
+                if not m:
+                    continue
+                call = m.group(1)
+                rec = {"ev": "call", "seq": 1, "call": call, "n": 1,
+                       "path": "/w/t.tmp"}
+                c = coords.Coords([rec], "/w")[rec]
+                ids = [f"mytool-{plan}" for _, plan in sweep.fault_plans(
+                    c, {"eintr", "short", "enospc", "eio", "crash"})]
+                assert any(fnmatch.fnmatchcase(i, entry["case"])
+                           for i in ids), (path.name, line, entry["case"], ids)
+                seen += 1
     assert seen >= 2
 
 
