@@ -536,6 +536,33 @@ def test_every_finding_has_its_directory_and_replay_works_on_an_audit(
         (power / "state" / "target").read_bytes()
 
 
+def test_replay_tears_at_the_sector_the_audit_tore_at(tmp_path):
+    """An audit with --sector 512 finds a state torn inside a block; its
+    replay must build the states at 512 bytes too, or it finds the case
+    ok and lays out a state that is not the one reported."""
+    old = bytearray(b"a" * 8192)
+    new = bytearray(old)
+    new[100] = new[1000] = ord("b")     # two sectors of block 0
+    (tmp_path / "old").write_bytes(old)
+    (tmp_path / "new").write_bytes(new)
+    out = tmp_path / "out"
+    case = "dd-powerloss@write(target)#1-posix"
+    proc = crashcheck("audit", "--old", tmp_path / "old", "--new",
+                      tmp_path / "new", "--sector", "512", "--model", "posix",
+                      "--faults", "powerloss", "--out", out, "--case", case,
+                      "--", "dd", "if={new}", "of={target}", "bs=8192",
+                      "status=none", "conv=notrunc,fsync")
+    assert proc.returncode == 1, proc.stderr
+    assert cases(out)[case]["verdict"] == "torn"
+    dest = tmp_path / "replay"
+    rp = crashcheck("replay", "--results", out / "results.json", "--out",
+                    dest, case)
+    assert rp.returncode == 0, rp.stdout + rp.stderr
+    assert f"{case}: torn\n".encode() in rp.stdout
+    got = (dest / "state" / "target").read_bytes()
+    assert got not in (bytes(old), bytes(new)), got[:1024]
+
+
 # ------------------------------------------------------------ bad input
 
 CHMODDER = r"""

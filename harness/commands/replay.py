@@ -3,9 +3,10 @@
 A power-loss finding names a crash state that only ever existed inside
 the explorer; a fault finding names the directory a failed run left. To
 let a person look at it, replay reruns the case exactly as the sweep did
-(same spec, seed and cap, read from the results it was found in), and
-writes the deciding state's files into a directory, with a README.txt
-that says what persisted, what did not, and which rule that breaks.
+(same spec, seed, cap and sector, read from the results it was found
+in), and writes the deciding state's files into a directory, with a
+README.txt that says what persisted, what did not, and which rule that
+breaks.
 """
 
 import json
@@ -83,8 +84,8 @@ def spec_for(case, summary, results_path):
 def cmd_replay(args):
     """lay out the crash state (or final state) of a case in a directory
 
-    Reruns CASE-ID as the sweep ran it (its spec, seed and cap come from
-    the results.json it is in) and writes the state its verdict was
+    Reruns CASE-ID as the sweep ran it (its spec, seed, cap and sector
+    come from the results.json it is in) and writes the state its verdict was
     decided on -- the crash state of a power-loss finding, or what the
     program left behind -- into results/replay/<case-id>/state/, with a
     README.txt saying what persisted, what did not, and the rule it
@@ -122,7 +123,7 @@ def cmd_replay(args):
             out=work, models=(model,) if model else sweep.MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
             jobs=1, home=bool((run.get("audit") or {}).get("home")),
-            exhaustive=True)
+            exhaustive=True, sector=_sector(run))
         settings.scratch_limit = sweep.default_limit(1)
         settings.work.mkdir(parents=True)
         combo = next((c for c in sweep.combos([spec])
@@ -166,6 +167,14 @@ def cmd_replay(args):
         print(f"crashcheck: {res['finding']}")
     print(f"crashcheck: state laid out in {state_dir} (see {dest / 'README.txt'})")
     return 0 if same else 1
+
+
+def _sector(run):
+    """The --sector the run tore at: one number (its --sector, or the one
+    its specs share), else None, each spec's own."""
+    sector = run.get("sector")
+    return sector if isinstance(sector, int) and not isinstance(sector, bool) \
+        else None
 
 
 def lay_out(judge, res, dest, combo):
