@@ -132,6 +132,33 @@ def test_old_dir_is_copied_and_only_read(minikv, tmp_path):
     assert os.readlink(state / "link") == "notes"
 
 
+@pytest.mark.parametrize("made_by", ["old-dir", "setup"])
+def test_a_start_tree_linking_out_of_itself_is_refused_before_any_run(
+        tmp_path, made_by):
+    """A link in the starting tree to a file outside it (here, one of
+    the user's) would let every run of the program write through it to
+    that file: refused before anything runs, one line, exit 2, the file
+    untouched."""
+    theirs = tmp_path / "theirs"
+    theirs.write_text("the user's\n")
+    mine = tmp_path / "store"
+    mine.mkdir()
+    (mine / "db").write_text("k=old\n")
+    os.symlink("db", mine / "inside")
+    opts = ["--old-dir", mine]
+    if made_by == "old-dir":
+        os.symlink(theirs, mine / "link")
+    else:
+        opts += ["--setup", f"ln -s {theirs} link"]
+    r = cc("audit", "--out", tmp_path / "out", *opts, "--check", "true",
+           "--", "sh", "-c", "echo clobbered > link")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert f"'link' is a symbolic link to '{theirs}'" in r.stderr, r.stderr
+    assert r.stderr.startswith(f"crashcheck: --{made_by}"), r.stderr
+    assert theirs.read_text() == "the user's\n"
+
+
 def test_a_driver_scripts_children_are_traced_and_faulted(minikv, tmp_path):
     """A driver that starts the store in a child process and waits for
     it: the child's writes make the crash states, and a fault reaches

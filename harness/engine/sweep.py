@@ -248,9 +248,37 @@ def build_start(dest, old_dir, setup, timeout, copy_label="old_dir",
                 raise runner.SetupError(
                     f"{setup_label} {how}" + (f": {lines[-1].strip()}"
                                               if lines else ""))
+        out = link_out(partial)
+        if out is not None:
+            rel, to = out
+            made = copy_label if old_dir is not None and \
+                os.path.islink(os.path.join(old_dir, rel)) else setup_label
+            raise runner.SetupError(
+                f"{made}: '{rel}' is a symbolic link to '{to}', outside the "
+                "tree: every run of the program would write through it to "
+                "that file (make it point inside the tree, or copy the file "
+                "in)")
         os.rename(partial, dest)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def link_out(top):
+    """(path relative to TOP, link text) of the first symbolic link under
+    TOP that leads outside it, or None. Each run of a tree starts from a
+    copy of TOP: a link out of it would let every run write to the one
+    file it leads to, the user's own (escapes, after a baseline, says
+    the same of a work directory)."""
+    real_top = os.path.realpath(top)
+    for d, dirs, names in os.walk(top):
+        for name in sorted(dirs + names):
+            path = os.path.join(d, name)
+            if not os.path.islink(path):
+                continue
+            real = os.path.realpath(path)
+            if real != real_top and not real.startswith(real_top + "/"):
+                return os.path.relpath(path, top), os.readlink(path)
+    return None
 
 
 def _copy_problem(e):
