@@ -140,6 +140,27 @@ def test_ignore_examples_match_the_case_ids_of_their_call():
     assert seen >= 2
 
 
+def test_shown_audits_say_what_the_program_must_leave():
+    """Every `crashcheck audit ... -- PROGRAM` the docs show, runnable or
+    not (the CI snippets are yaml), gives what audit requires before it
+    runs anything: the new content, by {new} in the program's arguments
+    or --new FILE, unless it audits a tree (--old-dir, --setup), which a
+    checker judges. One without is refused, exit 2, as written."""
+    seen = 0
+    for path in DOCS:
+        for info, body, line in blocks(path):
+            for cmd in body.replace("\\\n", " ").splitlines():
+                if "crashcheck audit" not in cmd or " -- " not in cmd \
+                        or "[options]" in cmd:      # a synopsis
+                    continue
+                seen += 1
+                opts, prog = cmd.split(" -- ", 1)
+                assert "{new}" in prog or "--new" in opts or \
+                    "--old-dir" in opts or "--setup" in opts, \
+                    (path.name, line, cmd)
+    assert seen >= 5
+
+
 def test_there_are_examples():
     docs = {str(doc) for doc, *_ in EXAMPLES}
     assert {"README.md", "docs/guide.md"} <= docs, docs
