@@ -245,6 +245,23 @@ def test_an_exchange_is_one_change_never_a_missing_name():
                 assert s.target in (OLD, NEW), (model, p.label, s.why)
 
 
+def test_an_exchange_forces_no_data_out_under_ext4_ordered():
+    """ext4 forces a file's data out when it is renamed over another
+    (auto_da_alloc, in ext4_rename); an exchange (renameat2
+    RENAME_EXCHANGE, ext4_cross_rename) does not: the new file never
+    fsynced may be empty under the target's name after a power cut, as
+    under posix, while a plain rename over the target is safe there."""
+    def run(exchange):
+        t = Tree({"target": OLD})
+        t.create("t.tmp", NEW)
+        t.rename("t.tmp", "target", exchange=exchange)
+        t.fsync_dir("")
+        return {s.target for s in at_exit(t.explore("ext4-ordered"))}
+    assert run(False) == {NEW}
+    got = run(True)
+    assert NEW in got and got - {OLD, NEW}, got
+
+
 def test_a_crash_state_is_laid_out_as_a_tree(tmp_path):
     t = Tree({"target": OLD, "a/b/f": b"deep"}, dirs=["a", "a/b", "empty"])
     t.symlink("target", "ln")

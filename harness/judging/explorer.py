@@ -1309,9 +1309,13 @@ class _World:
                               named.__contains__)
         if self.ext4:
             actions = [a for dino in changed for a in parts[dino][0]]
+            # an exchange (ext4_cross_rename) forces nothing out
+            exchange = rec.get("call") == "renameat2" and \
+                "RENAME_EXCHANGE" in (rec.get("flags") or ())
             for _, _, e, old in actions:
                 # renaming a file over another forces its data out first
-                if _is_file(e) and _is_file(old) and e != old:
+                if _is_file(e) and _is_file(old) and e != old \
+                        and not exchange:
                     vis_e, _ = self._node(e).pending()
                     self.ops.append(_Flush(e, vis_e, "rename"))
             self.ops.append(_DirOp(None, actions,
