@@ -111,8 +111,10 @@ def check_sarif(doc):
                     assert isinstance(ll.get("name", ""), str)
                 if "message" in loc:
                     check_message(loc["message"], loc)
-            assert "locations" not in r or r["locations"], \
-                "an empty locations array says nothing"
+            # GitHub's upload refuses a log with one result without a
+            # physical location (github/codeql-action#2459)
+            assert any("physicalLocation" in loc
+                       for loc in r.get("locations", [])), r
 
 
 def test_sarif_of_crafted_results_carries_locations():
@@ -170,9 +172,30 @@ def test_sarif_of_crafted_results_carries_locations():
     assert r["baselineState"] == "unchanged"
     assert r["locations"][0]["physicalLocation"]["artifactLocation"] == {
         "uri": "file:///usr/src/save.c"}
-    assert "locations" not in results["save-baseline"]
+    # no call site, no spec, no audit: the workload's name
+    assert results["save-baseline"]["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "w", "uriBaseId": "%SRCROOT%"}}
     assert run["tool"]["driver"]["name"] == "crashcheck"
     assert run["invocations"][0]["commandLine"] == "crashcheck audit -- save"
+    assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_places_a_finding_without_a_call_site_at_its_spec():
+    cases = [case("save-baseline", "harness-error", workload="save")]
+    summary = {"run": {"specs": ["workloads/specs/other.toml",
+                                 "workloads/specs/save.toml"]},
+               "interrupted": {"ran": 1, "of": 3}}
+    doc = sarif.sarif(cases, summary)
+    check_sarif(doc)
+    loc = doc["runs"][0]["results"][0]["locations"][0]
+    assert loc["physicalLocation"]["artifactLocation"] == {
+        "uri": "workloads/specs/save.toml", "uriBaseId": "%SRCROOT%"}
+    # an interrupted run did not succeed
+    assert doc["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    # an audit's: its program
+    doc = sarif.sarif(cases, {"run": {"audit": {"program": ["/bin/sed", "-i"]}}})
+    loc = doc["runs"][0]["results"][0]["locations"][0]
+    assert loc["physicalLocation"]["artifactLocation"] == {"uri": "file:///bin/sed"}
 
 
 def test_the_checker_refuses_what_the_schema_forbids():

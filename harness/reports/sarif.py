@@ -73,6 +73,29 @@ def _location(case):
     return [out] if out else []
 
 
+def _fallback(case, summary):
+    """Where a finding with no call site of its own is placed (a
+    harness-error, a finding under the system-call backend, a crash state
+    after exit): its spec file, or the audited program. GitHub's code
+    scanning refuses a whole log with one result without a location."""
+    run = summary.get("run") or {}
+    specs = [str(p) for p in run.get("specs") or ()]
+    path = next((p for p in specs if PurePosixPath(p).stem == case["workload"]),
+                specs[0] if specs else None)
+    what = "the spec of this workload"
+    if path is None:
+        program = (run.get("audit") or {}).get("program") or ()
+        path = str(program[0]) if program else case["workload"]
+        what = "the audited program"
+    uri, base = _uri(path)
+    art = {"uri": uri}
+    if base:
+        art["uriBaseId"] = base
+    return [{"physicalLocation": {"artifactLocation": art},
+             "message": {"text": f"{what}: no call site is known for this "
+                                 "finding"}}]
+
+
 def _message(case):
     from .console import first_sentence
     text = f"{case['id']}: {case['verdict']}"
@@ -109,14 +132,12 @@ def sarif(cases, summary):
         r = {"ruleId": c["verdict"], "ruleIndex": index[c["verdict"]],
              "level": _LEVEL.get(c["verdict"], "error"),
              "message": {"text": _message(c)},
-             "locations": _location(c),
+             "locations": _location(c) or _fallback(c, summary),
              "partialFingerprints": {
                  "crashcheckCase/v1": f"{c['id']}:{c['verdict']}"},
              "properties": {"case": c["id"], "kind": c.get("kind"),
                             "model": c.get("model"),
                             "reproduce": c.get("reproduce", "")}}
-        if not r["locations"]:
-            del r["locations"]
         if c.get("baseline") == "known":
             r["baselineState"] = "unchanged"
         elif c.get("baseline") == "new":
@@ -129,7 +150,10 @@ def sarif(cases, summary):
         "tool": {"driver": {"name": "crashcheck", "version": VERSION,
                             "rules": rules}},
         "invocations": [{
-            "executionSuccessful": True,
+            # an interrupted run, or one with cases it could not judge,
+            # did not do what it was asked
+            "executionSuccessful": not summary.get("interrupted")
+            and not summary.get("missing"),
             **({"commandLine": summary["command"]}
                if summary.get("command") else {})}],
         "originalUriBaseIds": {"%SRCROOT%": {
