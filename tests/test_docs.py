@@ -13,6 +13,7 @@ only with CRASHCHECK_DOCS=all (make check-docs): they take minutes.
 Blocks without an info string, `toml` and `yaml` are shown, not run.
 """
 
+import json
 import os
 import re
 import shutil
@@ -238,3 +239,81 @@ def test_output_matching():
     assert match_output("...\nc", got) is None
     assert match_output("c\nb: ... cases (2 jobs)", got) is not None
     assert match_output("e", got) is not None
+
+
+# The "Real programs" table of the guide, row by row: the directory its
+# audit writes to (--out results/real/NAME, in the `sh slow` blocks above
+# the table) and a word its program cell holds, so that a row moved or
+# added without its audit fails here rather than being compared with
+# another row's figures.
+REAL = [
+    ("vim", "vim"), ("ed", "ed"), ("perl", "perl"), ("gawk", "gawk"),
+    ("sponge", "sponge"), ("dd", "dd"), ("install", "install"),
+    ("mv", "mv"), ("rsync", "rsync"), ("tar", "tar"), ("sed", "sed -i"),
+    ("cp", "cp"), ("git", "git"), ("json", "json"),
+    ("sqlite3", "rollback"), ("sqlite3-extra", "EXTRA"),
+    ("sqlite3-wal", "WAL"), ("lmdb", "mdb_load"), ("pywriter", "pywriter"),
+    ("true", "true"), ("static", "static"),
+    ("static-preload", "--backend preload"), ("go", "writer.go"),
+    ("go-no-dir-fsync", "-no-dir-fsync"),
+    ("sponge-syscall", "sponge"), ("ed-syscall", "ed"),
+    ("gawk-syscall", "gawk"),
+]
+
+
+def real_rows(text):
+    """[(program cell, cases cell, findings cell, what was found)] of the
+    guide's "Real programs" table."""
+    start = text.index("| program | version | contract | cases |")
+    rows = []
+    for line in text[start:].split("\n")[2:]:
+        if not line.startswith("|"):
+            break
+        # a cell may hold an escaped bar (`sed ... \| sponge`)
+        cells = [c.strip() for c in
+                 re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        rows.append((cells[0], cells[3], cells[4], cells[5]))
+    return rows
+
+
+def test_real_programs_table_reads():
+    """Quick, in make check: the table has a row for each audit, in
+    order, and its figures are numbers."""
+    rows = real_rows((ROOT / "docs" / "guide.md").read_text())
+    assert len(rows) == len(REAL), [r[0] for r in rows]
+    for (name, word), (program, cases, findings, _) in zip(REAL, rows):
+        assert word in program, (name, program)
+        assert re.fullmatch(r"\d+", cases), (name, cases)
+        assert re.fullmatch(r"\d+ \(\d+\)", findings), (name, findings)
+    audits = set(re.findall(r"--out results/real/([\w-]+)",
+                            (ROOT / "docs" / "guide.md").read_text()))
+    assert audits == {name for name, _ in REAL}, audits
+
+
+def test_real_programs_table_matches_its_audits(fresh_tree):
+    """The cases, findings and defects the guide's table states are
+    those of the audits its blocks ran (test_example_runs_as_written,
+    just before, in the same fresh tree). Findings are the program's,
+    grouped in defects: a harness-error is not counted (rsync's vary
+    with the load), but a row whose audit had one must name it."""
+    if not SLOW:
+        pytest.skip("the audits are slow examples: make check-docs runs them")
+    rows = real_rows((ROOT / "docs" / "guide.md").read_text())
+    wrong = []
+    for (name, _), (program, cases, findings, found) in zip(REAL, rows):
+        path = fresh_tree / "results" / "real" / name / "results.json"
+        assert path.is_file(), f"{name}: its audit did not run"
+        s = json.loads(path.read_text())["summary"]
+        grouped = sum(d["cases"] for d in s["defects"])
+        assert grouped == s["findings"] - s["harness_errors"], (name, s)
+        got = (str(s["cases"]), f"{grouped} ({len(s['defects'])})")
+        if got != (cases, findings):
+            wrong.append(f"{program}: the table says {cases} cases, "
+                         f"{findings} findings; results/real/{name}: "
+                         f"{got[0]}, {got[1]}")
+        if bool(s["harness_errors"]) != ("harness-error" in found):
+            wrong.append(f"{program}: {s['harness_errors']} harness "
+                         f"errors in results/real/{name}, and the table "
+                         f"{'does not name' if s['harness_errors'] else 'names'}"
+                         f" one")
+    assert not wrong, "\n".join(wrong)
