@@ -422,15 +422,21 @@ def test_a_new_run_replaces_only_crashchecks_files(previous):
     """The next full run into the same --out: the earlier run's case
     directories that this run did not write go, the user's file and
     directory stay, and so does a file the user put in a case directory
-    of an earlier run? No: that directory is crashcheck's (it holds
-    result.json) and goes whole; a directory without one stays."""
+    of an earlier run, with the directory: only crashcheck's own files
+    in it go."""
     spec, out = previous
     stale = out / "cases" / "u-stdio-4097B-made-up-earlier"
     stale.mkdir()
     (stale / "result.json").write_text("{}")
+    (stale / "README.txt").write_text("crashcheck's\n")
+    kept = out / "cases" / "u-stdio-4097B-made-up-too"
+    kept.mkdir()
+    (kept / "result.json").write_text("{}")
+    (kept / "my-notes.txt").write_text("why this case matters\n")
     proc = cli("run", spec, "--out", out, "--faults", "baseline")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert not stale.exists()
+    assert sorted(os.listdir(kept)) == ["my-notes.txt"]
     assert (out / "notes.txt").read_text() == "mine\n"
     assert (out / "cases" / "my-own" / "x").read_text() == "mine too\n"
 

@@ -179,11 +179,29 @@ def is_case_dir(path):
         not os.path.islink(path)
 
 
+# what crashcheck writes in a case's directory (sweep.save_case_dir)
+CASE_ENTRIES = (CASE_FILE, "trace.txt", "trace.jsonl", "stderr.txt",
+                "diff.txt", "README.txt", "state", "left")
+
+
 def remove_case_dir(path):
-    """Remove one case's directory if crashcheck wrote it; leave it
-    otherwise."""
-    if is_case_dir(path):
-        shutil.rmtree(path)
+    """Remove what crashcheck wrote in one case's directory, and the
+    directory once nothing else is left in it: a file the user put there
+    stays. True when the directory was crashcheck's (it held the case's
+    result.json); a directory of the user's is left alone."""
+    if not is_case_dir(path):
+        return False
+    for name in CASE_ENTRIES:
+        entry = os.path.join(path, name)
+        if os.path.isdir(entry) and not os.path.islink(entry):
+            shutil.rmtree(entry)
+        elif os.path.lexists(entry):
+            os.unlink(entry)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass        # the user's files are in it
+    return True
 
 
 def prune_cases(out, keep):

@@ -2673,12 +2673,14 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
     judged after its exit), laid out (the directory the run left is then
     `left/`), else the directory the run left."""
     d = outdir / "cases" / safe_name(res["id"])
+    ours = False
     if d.exists():
-        # an earlier run's, if crashcheck's (commands/outdir.py); a
-        # directory of the user's by that name stops us
+        # an earlier run's files go, if crashcheck's (commands/outdir.py),
+        # and the user's files stay; a directory of the user's by that
+        # name stops us
         from ..commands.outdir import remove_case_dir
-        remove_case_dir(d)
-    d.mkdir(parents=True)
+        ours = remove_case_dir(d)
+    d.mkdir(parents=True, exist_ok=ours)
     head = []
     if out.trace_from is not None:
         head = [f"(a lite run that timed out: its trace starts at seq "
