@@ -538,6 +538,53 @@ def test_auto_switches_where_the_preload_misses_changes(tmp_path, progs):
     assert "nothing intercepted: no write, sync, rename or unlink" in proc.stderr
 
 
+RAW_WRITER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+/* dynamic, but its data goes through syscall(SYS_write), which no
+ * preload sees: the temp file, fsynced (through libc), renamed, the
+ * directory fsynced */
+int main(int argc, char **argv)
+{
+	char tmp[4096];
+	const char *data = "the new content\n";
+	int fd, dir;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[1]);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || syscall(SYS_write, fd, data, strlen(data)) != (long)strlen(data)
+	    || fsync(fd) || close(fd) || rename(tmp, argv[1]))
+		return perror("raw"), 1;
+	dir = open(".", O_RDONLY);
+	if (dir < 0 || fsync(dir) || close(dir))
+		return perror("raw"), 1;
+	return 0;
+}
+"""
+
+
+def test_auto_switches_for_a_raw_write_an_fsync_shows(tmp_path):
+    """A dynamic program whose data goes through syscall(SYS_write): the
+    preload sees its open, fsync and rename, and the fsync's snapshot
+    shows data no call wrote; auto records it again under the supervisor,
+    which sees the write, and faults it."""
+    src = tmp_path / "raw.c"
+    src.write_text(RAW_WRITER)
+    exe = compile_c(tmp_path / "raw", src)
+    new = tmp_path / "new"
+    new.write_bytes(b"the new content\n")
+    proc = cc("audit", "--faults", "baseline,eio", "--new", new,
+              "--out", tmp_path / "auto", "--", exe, "{target}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    cases = results(tmp_path / "auto")
+    assert {c["backend"] for c in cases} == {"syscall"}
+    assert any(c["plan"] == "write(target.tmp)#1=EIO" for c in cases), \
+        sorted(c["plan"] for c in cases)
+
+
 DAEMON = r"""
 #include <fcntl.h>
 #include <stdio.h>

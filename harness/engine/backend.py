@@ -25,7 +25,7 @@ interpreter), a Go program (its runtime makes its own system calls, cgo
 or not), a setuid or setgid program run by another user (the loader
 ignores LD_PRELOAD there). The sweep also switches a combo to the syscall
 backend when its preload baseline shows file changes the preload did not
-see (sweep.unseen_by_preload).
+see (sweep.missed).
 """
 
 import os

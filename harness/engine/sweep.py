@@ -1030,8 +1030,8 @@ def record_baseline(combo, scratch, settings):
     with the backend settings.backend asks for. auto runs a program the
     preload can enter under it (backend.choose), and runs it again under
     the system-call supervisor when that baseline shows changes to its
-    files that its trace does not account for (unseen_changes: a static
-    helper, raw system calls, stdio flushed at exit), unless the
+    files that its trace does not account for (missed: a static helper,
+    raw system calls, stdio flushed at exit), unless the
     supervisor's trace accounts for them no better; then the preload's
     baseline is recorded once more and kept."""
     timeout = timeout_of(combo, settings)
@@ -1041,16 +1041,30 @@ def record_baseline(combo, scratch, settings):
     out = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend=how)
     if settings.backend != "auto" or how != "preload" or \
-            not unseen_changes(combo, out):
+            not missed(combo, out):
         return out, how
     clear_dir(scratch)
     out = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend="syscall")
-    if not unseen_changes(combo, out):
+    if not missed(combo, out):
         return out, "syscall"
     clear_dir(scratch)
     return execute_run(combo, "", scratch, timeout, settings=settings), \
         "preload"
+
+
+def missed(combo, out):
+    """Whether the trace of OUT misses changes to its files: at its end
+    (unseen_changes), or between two of its snapshots (explorer.unseen: a
+    raw write(2) that an fsync's snapshot then shows)."""
+    if unseen_changes(combo, out):
+        return True
+    if out.run.timed_out or out.run.signal is not None or out.run.skipped:
+        return False
+    try:
+        return bool(explorer.unseen(out.records, out.snapdir, out.workdir))
+    except explorer.ExplorerError:
+        return False
 
 
 def unseen_changes(combo, out):
