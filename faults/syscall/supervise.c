@@ -164,23 +164,34 @@ static void task_drop(struct task *t)
 	free(t);
 }
 
+/* the start of /proc/PID/NAME in BUF (SIZE bytes), as a string; false
+ * when it cannot be read */
+static bool read_proc(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
 /* the thread group of TID, from /proc (a thread whose clone event has
  * not come yet), or 0 */
 static pid_t tgid_of(pid_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char buf[512], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_proc(tid, "status", buf, sizeof(buf)))
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strstr(buf, "\nTgid:");
 	return p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
 }
@@ -665,19 +676,10 @@ static void on_new(struct task *t, int ev)
 
 static pid_t ppid_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char buf[512], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_proc(pid, "stat", buf, sizeof(buf)))
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* "pid (comm) state ppid": comm may hold anything but ends at the last ')' */
 	p = strrchr(buf, ')');
 	return p ? (pid_t)strtol(p + 3, NULL, 10) : 0;
