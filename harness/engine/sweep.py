@@ -1061,10 +1061,21 @@ def missed(combo, out):
         return True
     if out.run.timed_out or out.run.signal is not None or out.run.skipped:
         return False
-    try:
-        return bool(explorer.unseen(out.records, out.snapdir, out.workdir))
-    except explorer.ExplorerError:
-        return False
+    return bool(unseen_of(out))
+
+
+def unseen_of(out):
+    """explorer.unseen of OUT, found once (record_baseline asks before
+    save_unseen does); [] for a trace the explorer refuses (the cases will
+    say what is wrong with it)."""
+    found = getattr(out, "_unseen", None)
+    if found is None:
+        try:
+            found = explorer.unseen(out.records, out.snapdir, out.workdir)
+        except explorer.ExplorerError:
+            found = []
+        out._unseen = found
+    return found
 
 
 def unseen_changes(combo, out):
@@ -1582,12 +1593,8 @@ def save_unseen(out):
     show (explorer.unseen), beside its run.json: the power-loss cases and
     the fault cases judge what the trace shows, so the report must say
     what it did not."""
-    try:
-        found = explorer.unseen(out.records, out.snapdir, out.workdir)
-    except explorer.ExplorerError:
-        found = []      # the cases will say what is wrong with the trace
     with open(out.scratch / UNSEEN, "w") as fh:
-        json.dump(found, fh)
+        json.dump(unseen_of(out), fh)
 
 
 def load_unseen(scratch):
