@@ -985,6 +985,10 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* the child that shared our memory has exec'd or died: its stack
+	 * is ours again */
+	free(stack);
+
 	/* the program never ran: say why, as a shell would */
 	n = read(report[0], &err, sizeof(err));
 	if (n == sizeof(err)) {
