@@ -453,8 +453,17 @@ def test_silent_and_at_risk_is_unreported_error():
 
 
 def test_a_retried_fsync_is_judged_by_its_crash_states():
-    # fsync-retry: silent, but it repeated the call until it succeeded
+    # fsync-retry: it repeated the call until it succeeded and said
+    # nothing; the crash states show the data that fsync dropped is gone
     v = O.judge(recovered(stderr="", fault_retried=True, crash_states=[
+        crash_state(OLD, True, "after exit, state 1")]))
+    assert v.verdict == "unreported-error"
+    assert "failed with EIO (Input/output error), it called fsync again, and " \
+        "crash state 'after exit, state 1'" in v.finding
+    assert "Do not retry a failed fsync" in v.explanation
+    assert v.cause == O.Cause("check what fsync returns", call="fsync#1")
+    # the same retry with a message naming the error: said, still lost
+    v = O.judge(recovered(fault_retried=True, crash_states=[
         crash_state(OLD, True, "after exit, state 1")]))
     assert v.verdict == "not-durable"
     v = O.judge(recovered(stderr="", fault_retried=True, plan="write#2=EIO"))

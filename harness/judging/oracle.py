@@ -660,7 +660,7 @@ def _why(st):
     return "; ".join(keep)
 
 
-def _crash_state_verdict(o, succeeded, silent):
+def _crash_state_verdict(o, succeeded, quiet):
     failing = []
     for st in o.crash_states:
         claimed = bool(st.claimed) and succeeded
@@ -698,12 +698,14 @@ def _crash_state_verdict(o, succeeded, silent):
         explanation = (f"The program exited 0, so it claimed the new content was safe, "
                        f"but a power cut at this point ({st.label}) loses it"
                        f"{_because(why)} {_sentence(rule)}")
-        if silent and not o.known_at_risk:
+        if quiet and not o.known_at_risk:
             # the fault nobody noticed is what put the data at risk
             cause = Cause(rule=_check_rule(o), call=o.call)
+            retried = (f", it called {o.call.split('#')[0]} again"
+                       if o.fault_retried else "")
             return Verdict(
                 "unreported-error",
-                f"exited 0 after {o.plan}: {_failed(o)}, and {finding}",
+                f"exited 0 after {o.plan}: {_failed(o)}{retried}, and {finding}",
                 " ".join(_unreported_text(
                     o, f"A power cut after it exited ({st.label}) loses the new "
                        f"content{_because(why)}").split()),
@@ -794,7 +796,10 @@ def judge(o):
                                     strict=o.require_message)
     # a retry is noticing the error too, but one that left the visible
     # target wrong recovered nothing: a write that "retried" may well have
-    # been the next chunk at the same offset
+    # been the next chunk at the same offset. A retry the crash states
+    # show lost data anyway (fsync again on pages a failed fsync dropped)
+    # is judged as if said nothing: crash-model.md's "Errors a program
+    # recovers from" names it unreported-error
     silent = quiet and not o.fault_retried
 
     if succeeded:
@@ -877,7 +882,7 @@ def judge(o):
                            text, cause=Cause(rule, change=change))
 
     # 10. the power-loss crash states
-    v = _crash_state_verdict(o, succeeded, silent)
+    v = _crash_state_verdict(o, succeeded, quiet)
     if v is not None:
         return v
 
