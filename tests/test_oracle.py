@@ -461,7 +461,7 @@ def test_a_retried_fsync_is_judged_by_its_crash_states():
     assert "failed with EIO (Input/output error), it called fsync again, and " \
         "crash state 'after exit, state 1'" in v.finding
     assert "Do not retry a failed fsync" in v.explanation
-    assert v.cause == O.Cause("check what fsync returns", call="fsync#1")
+    assert v.cause == O.Cause(O.RULE_NO_SYNC_RETRY, call="fsync#1")
     # the same retry with a message naming the error: said, still lost
     v = O.judge(recovered(fault_retried=True, crash_states=[
         crash_state(OLD, True, "after exit, state 1")]))
@@ -566,6 +566,38 @@ def test_a_journal_unlinked_without_a_directory_fsync():
     assert "fsync the directory after removing 'kv.db-journal'" in v.explanation
     assert v.cause == O.Cause("fsync the directory after removing 'kv.db-journal'",
                               change=("unlink", "kv.db-journal"))
+
+
+def test_the_lost_change_the_checker_names_is_the_cause():
+    # RocksDB: a power cut after CURRENT was renamed to name a new
+    # manifest loses six entries; the checker names the one that mattered
+    lost = [Change("rename", "LOG.old.1796419071725799", "LOG"),
+            Change("create", "LOG"), Change("create", "000009.log"),
+            Change("create", "MANIFEST-000010")]
+
+    @dataclass
+    class CState(FullState):
+        check: O.CheckResult | None = None
+    said = ("ldb scan failed: Failed: IO error: No such file or directory: While "
+            "opening a file for sequentially reading: ./MANIFEST-000010: No such "
+            "file or directory\n")
+    st = CState("after rename(000010.dbtmp)#1, state 9", None, False,
+                "the creation of 'MANIFEST-000010' did not persist", "", [], lost,
+                check=O.CheckResult(1, said, "old-or-new"))
+    v = O.judge(outcome(contract="tree", kind="powerloss",
+                        check=O.CheckResult(0, "", "new"), crash_states=[st],
+                        target_name=None,
+                        calls=frozenset(("open", "write", "rename", "unlink"))))
+    assert v.verdict == "torn"
+    assert v.cause == O.Cause("fsync the directory after creating 'MANIFEST-000010'",
+                              change=("create", "MANIFEST-000010"))
+    # a checker that names none of them: the first lost entry, as before
+    st.check = O.CheckResult(1, "the keys are all old\n", "old-or-new")
+    v = O.judge(outcome(contract="tree", kind="powerloss",
+                        check=O.CheckResult(0, "", "new"), crash_states=[st],
+                        target_name=None,
+                        calls=frozenset(("open", "write", "rename", "unlink"))))
+    assert v.cause.change == ("rename", "LOG.old.1796419071725799")
 
 
 def test_a_forced_write_out_of_a_file_that_reached_the_disk_is_not_news():

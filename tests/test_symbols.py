@@ -132,3 +132,23 @@ def test_a_path_with_a_plus_in_it(tmp_path, bins):
     shutil.copy(bins["pie"], d / "saver")
     at, loc = site(d / "saver", "fsync", "while (fsync(fd) < 0)")
     assert loc["object"] == str(d / "saver") and loc["function"] == "save"
+
+
+@pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+def test_a_cpp_function_is_named_demangled(tmp_path):
+    # RocksDB's calls were named _ZN7rocksdb17PosixWritableFile5Close...
+    src = tmp_path / "ns.cc"
+    src.write_text("#include <unistd.h>\n"
+                   "namespace store { struct File { int sync(int fd, int n); }; }\n"
+                   "int store::File::sync(int fd, int n) {\n"
+                   "  return fsync(fd) + n;\n"
+                   "}\n"
+                   "int main() { store::File f; return f.sync(1, 0) < 0; }\n")
+    out = tmp_path / "ns"
+    proc = subprocess.run(["c++", "-g", "-O0", "-o", str(out), str(src)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    vaddr = return_addresses(out, "fsync")[0]
+    loc = symbols.location(at_of(out, vaddr))
+    assert loc["function"] == "store::File::sync", loc
+    assert loc["text"] == "ns.cc:4 (store::File::sync)"

@@ -62,12 +62,13 @@ def test_a_writer_that_rewrites_into_a_fresh_file_recovered(saver, tmp_path):
         (tmp_path / "report.html").read_text()
 
 
-def test_a_writer_that_retries_fsync_is_not_durable(saver, tmp_path):
+def test_a_writer_that_retries_fsync_silently_is_unreported_error(saver, tmp_path):
     proc, doc, cases = audit(saver, "retry", tmp_path,
                              "--case", "saver-fsync(target.tmp)#1=EIO")
     c = cases["saver-fsync(target.tmp)#1=EIO"]
     assert proc.returncode == 1
-    assert c["verdict"] == "not-durable", c
+    assert c["verdict"] == "unreported-error", c
+    assert "it called fsync again" in c["finding"]
     assert "never retry fsync" in c["cause"]["rule"]
     assert c["cause"]["call"] == "fsync#1" and c["cause"]["file"] == "target.tmp"
 

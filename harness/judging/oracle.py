@@ -538,6 +538,24 @@ def _change_fields(c):
     return getattr(c, "kind", None), getattr(c, "name", None), getattr(c, "detail", "")
 
 
+def _lost_changes(st):
+    """The changes a failing state lost, as (kind, name, detail), those
+    whose name its checker's message mentions first: RocksDB's checker
+    says "./MANIFEST-000010: No such file or directory", and of the six
+    entries that state lost, that is the one that mattered."""
+    lost = [_change_fields(c) for c in getattr(st, "lost", None) or ()]
+    check = getattr(st, "check", None)
+    said = getattr(check, "output", "") or "" if check is not None else ""
+    if not said or check.ok:
+        return lost
+
+    def named(name):
+        return bool(name) and re.search(
+            r"(?<![\w.-])" + re.escape(os.path.basename(name)) + r"(?![\w.-])",
+            said) is not None
+    return sorted(lost, key=lambda c: not named(c[1]))
+
+
 def _deciding_change(st, rule, target):
     """(kind, name) of the change a failing state lost that its rule is
     about: the target's name for a directory rule, the target's data for
@@ -545,12 +563,18 @@ def _deciding_change(st, rule, target):
     lost change of that sort; None when the state does not say."""
     if rule == RULE_ONE_RENAME:
         return ("unlink", target)
+    quoted = set(re.findall(r"'([^']+)'", rule or ""))
     rule = (rule or "").lower()
     if "in place" in rule:
         return ("overwrite", target)
-    lost = [_change_fields(c) for c in getattr(st, "lost", None) or ()]
+    lost = _lost_changes(st)
     if not lost:
         return None
+    for k, name, _ in lost:
+        # the change the rule names ("after creating 'MANIFEST-000010'")
+        if name in quoted and k in _DIR_CHANGES and any(
+                w in rule for w in _DIR_RULE_WORDS):
+            return (k, name)
     if any(w in rule for w in _DIR_RULE_WORDS):
         kinds = _DIR_CHANGES
     elif "fsync fails" in rule or "msync" in rule:
@@ -571,20 +595,18 @@ def _derived_rule(o, st, calls, fallback=True):
     alone), from what the state lost and the calls the program made:
     SQLite commits by unlinking its journal, so the fix is a directory
     fsync after the unlink, not one "before renaming"."""
-    for k, name, detail in (_change_fields(c) for c in getattr(st, "lost", None) or ()):
+    for k, name, detail in _lost_changes(st):
         if k == "unlink":
             return f"fsync the directory after removing '{name}'"
         if k == "rename":
             return f"fsync the directory after renaming '{detail}' to '{name}'"
         if k in ("create", "link", "replace"):
             return f"fsync the directory after creating '{name}'"
-    for k, name, _ in (_change_fields(c) for c in getattr(st, "lost", None) or ()):
+    for k, name, _ in _lost_changes(st):
         if k in _DATA_CHANGES:
             return f"fsync '{name}' after writing it, before exiting 0"
         if k == "sync-failure":
-            return ("after fsync fails, the data it covered is lost: rewrite it "
-                    "from a copy (or report the error), never retry fsync and "
-                    "claim success")
+            return RULE_NO_SYNC_RETRY
     if not fallback:
         return ""
     if o.contract == "in-place":
@@ -597,6 +619,9 @@ def _derived_rule(o, st, calls, fallback=True):
             "the rename, before exiting 0")
 
 
+RULE_NO_SYNC_RETRY = ("after fsync fails, the data it covered is lost: rewrite it "
+                      "from a copy (or report the error), never retry fsync and "
+                      "claim success")
 _RENAME_CALLS = frozenset(("rename", "renameat", "renameat2"))
 _UNLINK_CALLS = frozenset(("unlink", "unlinkat"))
 # a program that makes none of these, nor opens a file O_SYNC or O_DSYNC,
@@ -669,7 +694,11 @@ def _crash_state_verdict(o, succeeded, quiet):
             failing.append((st, claimed, bad))
     if not failing:
         return None
-    st, claimed, (verdict, found) = failing[0]
+    # the failing state that lost the fewest changes says best what
+    # mattered: of two that keep the old keys, the one that lost only the
+    # log's data names it, the one that also lost two unlinks does not
+    st, claimed, (verdict, found) = min(
+        failing, key=lambda f: len(getattr(f[0], "lost", None) or ()))
     also = f" ({len(failing)} of {len(o.crash_states)} crash states fail)" \
         if len(failing) > 1 else ""
     finding = f"crash state '{st.label}': expected {_expected(o, claimed)}, found {found}{also}"
@@ -699,8 +728,10 @@ def _crash_state_verdict(o, succeeded, quiet):
                        f"but a power cut at this point ({st.label}) loses it"
                        f"{_because(why)} {_sentence(rule)}")
         if quiet and not o.known_at_risk:
-            # the fault nobody noticed is what put the data at risk
-            cause = Cause(rule=_check_rule(o), call=o.call)
+            # the fault nobody noticed is what put the data at risk (a
+            # retried sync: the retry, that wrote nothing)
+            cause = Cause(rule=RULE_NO_SYNC_RETRY if o.fault_retried and
+                          _sync_call(o.call) else _check_rule(o), call=o.call)
             retried = (f", it called {o.call.split('#')[0]} again"
                        if o.fault_retried else "")
             return Verdict(

@@ -77,7 +77,7 @@ def _addr2line(obj, addresses):
         chunk = addresses[i:i + BATCH]
         try:
             proc = subprocess.run(
-                [tool, "-e", obj, "-f", *(f"0x{a:x}" for a in chunk)],
+                [tool, "-e", obj, "-f", "-C", *(f"0x{a:x}" for a in chunk)],
                 capture_output=True, text=True, errors="replace", env=env,
                 timeout=60, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
@@ -87,6 +87,10 @@ def _addr2line(obj, addresses):
             return None
         for k in range(len(chunk)):
             function, where = lines[2 * k].strip(), lines[2 * k + 1].strip()
+            # a demangled C++ name without its parameter list:
+            # rocksdb::PosixWritableFile::Close
+            if "(" in function and not function.startswith("operator"):
+                function = function[:function.index("(")]
             m = _LINE_COL.match(where) or _LINE.match(where)
             file = line = None
             if m and m.group("file") != "??" and int(m.group("line")) > 0:
