@@ -389,8 +389,11 @@ def new_call_lines(d, backend_name, argv):
         for i, key in enumerate(sorted(files)):
             files[f"file{i}"] = files.pop(key)
         dirs = snap.get("dirs", {})
-        for i, dd in enumerate([dirs.pop(key) for key in sorted(dirs)]):
-            dirs[f"dir{i}"] = sorted(dd)
+        # keyed by what differs from run to run (inode numbers): in the
+        # order of their listings
+        listings = sorted(sorted(dirs.pop(key)) for key in list(dirs))
+        for i, dd in enumerate(listings):
+            dirs[f"dir{i}"] = dd
         text = json.dumps(line).replace(str(d), "D")
         out.append(json.loads(re.sub(r"#[0-9]+ \(deleted\)", "#N (deleted)",
                                      text)))
