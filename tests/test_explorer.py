@@ -732,3 +732,14 @@ def test_why_never_reads_as_a_contradiction():
     assert _why([], [create, rename]) == (
         "the creation of 'target.tmp' did not persist; the rename "
         "'target.tmp' -> 'target' did not persist")
+
+
+def test_a_state_that_lost_nothing_does_not_say_nothing_was_lost():
+    """python's json.dump rewrites the target in place: a crash state
+    mid-rewrite is torn though every change made until then persisted;
+    "nothing was lost" read as if the state were fine."""
+    from harness.judging.explorer import Change, _why
+    got = _why([Change("truncate", "settings.json", "0"),
+                Change("data", "settings.json")], [])
+    assert "nothing was lost" not in got
+    assert got.endswith("; every change made until then persisted")

@@ -2178,7 +2178,8 @@ def _why(persisted, lost, limit=8):
     parts = [_phrase(c, True) for c in persisted]
     parts += [_phrase(c, False) for c in lost]
     if not lost:
-        parts.append("nothing was lost")
+        # (a state torn by the program itself, mid-rewrite, lost nothing)
+        parts.append("every change made until then persisted")
     if len(parts) > limit:
         parts = parts[:limit] + [f"and {len(parts) - limit} more"]
     return "; ".join(parts)
