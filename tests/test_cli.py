@@ -219,6 +219,26 @@ def test_inject_passes_output_through_and_reports_fired(tmp_path, ops_bin,
     assert (tmp_path / "f").stat().st_size == 10     # ran in the cwd
 
 
+@pytest.mark.parametrize("backend", ["preload", "syscall"])
+def test_inject_aims_at_a_case_ids_file_names(tmp_path, library, backend):
+    """A case id's call names its file from the program's work directory,
+    '.' for the directory itself (`fsync(.)#1`): pasted into inject, it
+    names the same call, from the directory inject runs the program in."""
+    (tmp_path / "target").write_text("old\n")
+    (tmp_path / "new").write_text("new\n")
+    # the system call under glibc's open() is openat
+    opener = "open" if backend == "preload" else "openat"
+    for plan, call, target in (
+            (f"{opener}(target.tmp)#1=EIO", "open 'target.tmp'", "old\n"),
+            ("fsync(.)#1=EIO", "fsync '.'", "new\n")):  # after the rename
+        proc = cli("inject", "--backend", backend, plan, "--", REPLACE,
+                   "--strategy=sync", "target", "new", cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert f"replace: {call}: Input/output error" in proc.stderr
+        assert our_lines(proc.stderr) == [f"crashcheck: fired {plan} (1 call)"]
+        assert (tmp_path / "target").read_text() == target
+
+
 def test_inject_counts_calls_of_a_persistent_rule(tmp_path, ops_bin, library):
     proc = cli("inject", "write#2+=ENOSPC;fsync#1=EIO", "--", ops_bin,
                "open", "f", "w,creat", "write", 1, "write", 1, "write", 1,

@@ -145,6 +145,7 @@ def run_program(args, plan=""):
         say_line(f"{why}: using the system-call backend (--backend=syscall)")
     with Workdir(getattr(args, "trace", None)) as wd:
         run = runner.run(argv, cwd=os.getcwd(), plan=plan, trace=wd.trace,
+                         watch=os.getcwd(),
                          shared=wd.shared, timeout=args.timeout,
                          passthrough=True, backend=backend)
         data = trace_mod.read(wd.trace)
