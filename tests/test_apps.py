@@ -11,6 +11,7 @@ own checker, so each verdict here is the one crash-model.md gives.
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -467,7 +468,9 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
         tmp_path):
     """git's default core.fsync (committed,-loose-object) fsyncs nothing
     in a commit of loose objects: a power cut after git commit exits 0
-    can leave the branch at the old commit. A failed append to the
+    can leave an empty object (the state that lost the fewest changes,
+    which the finding reports) or the branch at the old commit. A failed
+    append to the
     reflog (O_APPEND) is the call the recorded run made at the file's
     end, not another one: judged (git stops, exit 128, old state kept),
     never a harness-error."""
@@ -482,7 +485,10 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
                         "git-write(.git/logs/HEAD)#1=EIO"}, sorted(got)
     lost = got["git-powerloss@exit-posix"]
     assert lost["verdict"] == "not-durable", lost
-    assert "main is commit 'old' (CRASHCHECK_EXPECT=new)" in lost["finding"]
+    assert re.search(r"git fsck --full failed: error: object file "
+                     r"\.git/objects/../[0-9a-f]+ is empty", lost["finding"]), lost
+    assert re.fullmatch(r"fsync '\.git/objects/../[0-9a-f]+' after writing it, "
+                        r"before exiting 0", lost["cause"]["rule"]), lost
     failed = got["git-write(.git/logs/HEAD)#1=EIO"]
     assert failed["verdict"] == "ok" and failed["exit"]["status"] == 128, \
         failed
