@@ -445,7 +445,17 @@ def unseen(records: Iterable[dict], snapdir=None, workdir=None, *,
     showed it ("fsync#1") or "exit", "seq"}, once per path and kind, in
     trace order: changed by a call crashcheck cannot see (a raw system
     call, io_uring, a static helper). Files written through stdio or a
-    shared mapping change between calls by design and are left out."""
+    shared mapping change between calls by design and are left out.
+
+    With several processes a snapshot can show what another process's
+    call did before that call's record took its seq (the seq is taken
+    after the call, the snapshot after the seq): such a change is
+    accounted for by any later record of another process whose call may
+    have made it, and reported only if none comes before the end of the
+    trace. A change that a later call of the same process would account
+    for is still reported: one process's calls are never in flight
+    together (threads of one process share its pid, and are not told
+    apart)."""
     if callable(snapdir) and content is None:
         content, snapdir = snapdir, None
     recs = _check_records(records)
@@ -453,8 +463,9 @@ def unseen(records: Iterable[dict], snapdir=None, workdir=None, *,
     world.audit = []
     for rec in recs[1:]:
         if rec["ev"] == "call":
+            world.excuse(rec)
             world.call(rec)
-    out = list(world.audit)
+    out = world.audit = world.settled()
     if workdir is not None:
         out += world.on_disk(workdir, recs[-1]["seq"] + 1)
     return out
@@ -1266,7 +1277,8 @@ class _World:
             if self.audit is not None and ino in self.inodes \
                     and data != self.inodes[ino].vis \
                     and not self._accounts_data(rec, ino):
-                self._unseen(self.name_of(ino), "content", rec)
+                self._unseen(self.name_of(ino), "content", rec,
+                             ("content", ino))
             self._set_visible(ino, data, size_call)
         if listings:
             self._names(rec, listings, outside)
@@ -1302,7 +1314,8 @@ class _World:
                 for n in sorted(set(old) | set(new)):
                     if old.get(n) != new.get(n) and (dino, n) not in acc:
                         self._unseen(path_after(dino, n) if n in new
-                                     else path_before(dino, n), "name", rec)
+                                     else path_before(dino, n), "name", rec,
+                                     ("name", dino, n))
         named = {e for listing in self.vis.values() for e in listing.values()
                  if _is_file(e)}
         parts = _name_changes(changed, path_before, path_after,
@@ -1336,13 +1349,48 @@ class _World:
 
     # -- what no call accounts for (unseen())
 
-    def _unseen(self, path, what, rec):
-        if any(u["path"] == path and u["what"] == what for u in self.audit):
-            return
+    def _unseen(self, path, what, rec, key):
+        """Note a change no call of REC accounts for: KEY is
+        ("name", dino, name) or ("content", ino), for excuse()."""
         n = rec.get("n")
         self.audit.append({"path": path, "what": what, "seq": rec["seq"],
                            "at": f"{rec['call']}#{n}" if "call" in rec
-                           else "start"})
+                           else "start", "key": key, "pid": rec.get("pid")})
+
+    def excuse(self, rec):
+        """Drop the unseen changes noted at earlier records of other
+        processes that REC's call may have made: that call was in flight
+        when their snapshot was taken, its record numbered after it."""
+        pid = rec.get("pid")
+        if not self.audit or not isinstance(pid, int):
+            return
+        names = None
+        ino = self._target_ino(rec)
+        keep = []
+        for u in self.audit:
+            if isinstance(u["pid"], int) and u["pid"] != pid:
+                if u["key"][0] == "content":
+                    if u["key"][1] == ino and (
+                            rec.get("call") in DATA_CALLS
+                            or rec.get("call") in OPEN_CALLS):
+                        continue
+                else:
+                    if names is None:
+                        names = self._accounts_names(rec)
+                    if u["key"][1:] in names:
+                        continue
+            keep.append(u)
+        self.audit = keep
+
+    def settled(self):
+        """The unseen changes noted, once per path and kind, in trace
+        order, without excuse()'s keys."""
+        out = []
+        for u in self.audit:
+            if not any(o["path"] == u["path"] and o["what"] == u["what"]
+                       for o in out):
+                out.append({k: u[k] for k in ("path", "what", "seq", "at")})
+        return out
 
     def _accounts_data(self, rec, ino):
         """Whether REC's call may have changed the content of file INO:

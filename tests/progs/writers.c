@@ -43,6 +43,11 @@
  *                   link, fsync "."
  *   hardlink        write target.tmp, fsync, link it as TARGET.new,
  *                   rename that over TARGET, unlink target.tmp, fsync "."
+ *   fork            16 child processes at once, each making a file of its
+ *                   own (c0..c15: open O_CREAT, write its name, close);
+ *                   once all have exited, tmp-rename
+ *   fork-raw        the same, child 0's file r0 opened with
+ *                   syscall(SYS_openat), which no library sees
  *
  * usage: writers MODE TARGET NEW   (TARGET is a name in the cwd)
  */
@@ -56,6 +61,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *mode, *target, *newpath;
@@ -214,6 +220,50 @@ static void copy_into(const char *how, int sync)
 	sync_dir(".");
 }
 
+#define FORKS 16
+
+/* FORKS children at once, each making a file of its own; child 0 opens
+ * r0 with a raw system call when RAW; fail() when any child failed */
+static void children(int raw)
+{
+	pid_t pids[FORKS];
+	int i;
+
+	for (i = 0; i < FORKS; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			fail("fork", ".");
+		if (pids[i] == 0) {
+			char name[16];
+			int fd, unseen = raw && i == 0;
+			int flags = O_WRONLY | O_CREAT | O_TRUNC;
+
+			snprintf(name, sizeof(name), "%c%d", unseen ? 'r' : 'c',
+				 i);
+			fd = unseen ? (int)syscall(SYS_openat, AT_FDCWD, name,
+						   flags, 0644)
+				    : open(name, flags, 0644);
+			if (fd < 0)
+				fail("open", name);
+			if (write(fd, name, strlen(name)) !=
+			    (ssize_t)strlen(name))
+				fail("write", name);
+			close_fd(fd, name);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < FORKS; i++) {
+		int status;
+
+		if (waitpid(pids[i], &status, 0) < 0)
+			fail("waitpid", ".");
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "writers: child %d failed\n", i);
+			exit(1);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
@@ -226,6 +276,11 @@ int main(int argc, char **argv)
 	read_new();
 
 	if (!strcmp(mode, "tmp-rename")) {
+		write_file("target.tmp", 1);
+		rename_over("target.tmp", target);
+		sync_dir(".");
+		} else if (!strcmp(mode, "fork") || !strcmp(mode, "fork-raw")) {
+		children(!strcmp(mode, "fork-raw"));
 		write_file("target.tmp", 1);
 		rename_over("target.tmp", target);
 		sync_dir(".");
