@@ -184,6 +184,74 @@ def test_a_box_names_what_outlived_its_program(tmp_path, mode):
     assert not alive(int(pid))
 
 
+@pytest.fixture(scope="module")
+def lingerer(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("lingerer") / "lingerer"
+    proc = subprocess.run(["cc", "-O1", "-Wall", "-Wextra", "-o", str(exe),
+                           str(ROOT / "tests" / "progs" / "lingerer.c")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return exe
+
+
+def test_a_child_that_ends_soon_after_its_program_is_not_reported(
+        tmp_path, mode, lingerer):
+    """A child still in its exit when the program ends (rsync's sleep
+    100 ms after an error) is given contain.OUTLIVE_GRACE to end on its
+    own: this one sleeps 150 ms and is not named; one that never ends
+    still is, its case a harness-error, and it is killed. Under the
+    system-call backend in a cgroup (the supervisor follows the child
+    for that grace itself), under the preload in the fallback (the
+    cgroup-less machine tests the preload)."""
+    backend = "syscall" if mode["CRASHCHECK_CONTAIN"] == "cgroup" \
+        else "preload"
+    marker = f"1003.{os.getpid()}{len(mode['CRASHCHECK_CONTAIN'])}"
+    for ms, ok in (("150", True), ("-1", False)):
+        out = tmp_path / f"out{ms}"
+        proc = cli("audit", "--backend", backend, "--faults", "baseline",
+                   "--out", out, "--", lingerer, ms, marker, "{target}",
+                   "{new}", env=mode)
+        assert proc.returncode == (0 if ok else 1), proc.stdout + proc.stderr
+        case, = results(out)["cases"]
+        if ok:
+            assert case["verdict"] == "ok", case
+        else:
+            assert case["verdict"] == "harness-error", case
+            assert "outlived" in case["finding"] \
+                and f"lingerer -1 {marker} target" in case["finding"], case
+        assert gone_within(lambda: marked(marker)) == []
+
+
+KILLED_PROBE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from harness.engine import contain, runner
+    contain.own_process()
+    for end in ("kill -KILL $$", "exit 0"):
+        run = runner.run(["/bin/sh", "-c", "setsid sleep 0.15 & echo $! > "
+                          "pid; " + end], cwd=sys.argv[2], timeout=60,
+                         preload=False)
+        print(run.signal or run.status, run.outlived,
+              open(sys.argv[2] + "/pid").read().strip())
+""")
+
+
+def test_a_program_killed_outright_has_what_it_left_killed_at_once(
+        tmp_path, mode):
+    """A program that ends by SIGKILL (the library's planned crash)
+    gives what it leaves no grace: the child that would have ended 150
+    ms later is named; after an exit it is not."""
+    proc = subprocess.run([PYTHON, "-c", KILLED_PROBE, str(ROOT),
+                           str(tmp_path)], env=mode, capture_output=True,
+                          text=True, timeout=120)
+    killed, exited = proc.stdout.splitlines()
+    pid = killed.split()[-1]
+    # named by its pid: it may not have exec'd sleep yet when it was found
+    assert killed.startswith(f"9 ['pid {pid} (") and killed.count("pid ") \
+        == 1, proc.stdout + proc.stderr
+    assert exited.startswith("0 [] "), proc.stdout + proc.stderr
+
+
 def test_inject_says_what_outlived_the_program(tmp_path, mode):
     marker = f"1002.{os.getpid()}{len(mode['CRASHCHECK_CONTAIN'])}"
     proc = cli("inject", "write#9=EIO", "--", "/bin/sh", "-c",

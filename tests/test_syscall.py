@@ -637,8 +637,8 @@ def wait_gone(pid, limit=30.0):
 
 def test_no_tracee_is_left_behind(tmp_path, progs):
     """A daemon the program starts (double fork, setsid) is a tracee until
-    the program's first process exits; then, as under the preload, the
-    runner's box names it and kills it."""
+    the program's first process exits and for the grace after; then, as
+    under the preload, the runner's box names it and kills it."""
     src = tmp_path / "daemon.c"
     src.write_text(DAEMON)
     exe = compile_c(tmp_path / "daemon", src, "-static")

@@ -43,12 +43,16 @@
  * trapped and traced, so the harness can say so), and calls of another
  * architecture's ABI (x32, int 0x80), which end the run.
  *
- * Every process of the program is traced. The supervisor exits as the
- * program's first process exits: with its status, or killed by its
- * signal. What the program leaves running is detached then, not killed:
- * the runner's box (harness/engine/contain.py) names it and kills it, as
- * for a run of the preload; a process detached with the filter on finds
- * its file system calls refused (ENOSYS, no tracer). The supervisor dies
+ * Every process of the program is traced. When the program's first
+ * process exits, the supervisor goes on following the others for up to
+ * GRACE_MS (contain.py's OUTLIVE_GRACE: rsync's processes sleep 100 ms
+ * after an error before they exit), and exits as soon as none is left,
+ * with the first process's status, or killed by its signal; at once when
+ * that signal was SIGKILL (a planned crash). What is still running then
+ * is detached, not killed: the runner's box (harness/engine/contain.py)
+ * names it and kills it, as for a run of the preload; a process detached
+ * with the filter on finds its file system calls refused (ENOSYS, no
+ * tracer). The supervisor dies
  * with its parent, and the program's first process with the supervisor
  * (PR_SET_PDEATHSIG).
  */
@@ -68,6 +72,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -85,6 +90,41 @@
 
 static const char *prog_name;	/* argv[0] of the program, for messages */
 static pid_t main_pid;		/* the program's first process */
+
+/* how long the program's other processes are followed after its first
+ * one exits (contain.py's OUTLIVE_GRACE) */
+#define GRACE_MS 1000
+static volatile sig_atomic_t grace_over;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	grace_over = 1;
+}
+
+/* SIGALRM after GRACE_MS, and every 10 ms after that: a signal that
+ * lands just before waitpid() blocks does not make it wait for ever */
+static void start_grace(void)
+{
+	struct itimerval it = { { 0, 10000 },
+				{ GRACE_MS / 1000, GRACE_MS % 1000 * 1000 } };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;	/* no SA_RESTART: waitpid says EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) < 0 ||
+	    setitimer(ITIMER_REAL, &it, NULL) < 0)
+		grace_over = 1;
+}
+
+static void end_grace(void)
+{
+	struct itimerval none = { { 0, 0 }, { 0, 0 } };
+
+	setitimer(ITIMER_REAL, &none, NULL);
+	signal(SIGALRM, SIG_IGN);
+}
 
 /* ---- threads and processes ---------------------------------------------- */
 
@@ -868,7 +908,8 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	int go[2], report[2], status = 0, err;
+	int go[2], report[2], status = 0, main_status = 0, err;
+	bool main_ended = false;
 	scmp_filter_ctx ctx;
 	struct task *t;
 	char *stack;
@@ -927,6 +968,8 @@ int main(int argc, char **argv)
 	for (;;) {
 		int sig, ev;
 
+		if (grace_over)
+			break;
 		pid = waitpid(-1, &status, __WALL);
 		if (pid < 0) {
 			if (errno == EINTR)
@@ -939,8 +982,14 @@ int main(int argc, char **argv)
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			if (t)
 				task_drop(t);
-			if (pid == main_pid)
-				break;
+			if (pid == main_pid) {
+				main_status = status;
+				main_ended = true;
+				if (WIFSIGNALED(status) &&
+				    WTERMSIG(status) == SIGKILL)
+					break;
+				start_grace();
+			}
 			continue;
 		}
 		if (!WIFSTOPPED(status))
@@ -984,6 +1033,10 @@ int main(int argc, char **argv)
 			resume(t, PTRACE_CONT, 0);
 		}
 	}
+
+	end_grace();
+	if (main_ended)
+		status = main_status;
 
 	/* the child that shared our memory has exec'd or died: its stack
 	 * is ours again */

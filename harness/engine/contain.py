@@ -7,6 +7,11 @@ case and its late writes land in the next case's files. So every run goes
 in a box (Box), and when the program ends the box is emptied: whatever is
 still in it *outlived* the program, is named in the run
 (runner.Run.outlived, which the sweep judges a harness-error) and killed.
+A process still in its exit when the program ends (rsync's, which sleep
+100 ms after an error before they exit) is not a daemon: the box is given
+up to OUTLIVE_GRACE seconds to empty on its own first, and only what is
+still there then is named and killed. A program killed by SIGKILL (a
+planned crash) has what it left killed at once.
 
 Two ways to make the box, chosen once per crashcheck process (Session):
 
@@ -58,6 +63,11 @@ MODES = ("auto", "cgroup", "subreaper")
 # Seconds a box has to empty after SIGKILL (a process in uninterruptible
 # sleep can take a while) before we give up on it and say so.
 KILL_WAIT = 10.0
+# Seconds the processes a program leaves behind have to exit on their
+# own (Box.finish) before they are named and killed: rsync's wait 100 ms
+# after an error; this is ten times that, under load. It costs time only
+# in a run that leaves something running.
+OUTLIVE_GRACE = 1.0
 # Characters of a straggler's command line kept in its description.
 DESCRIBE_MAX = 80
 
@@ -149,6 +159,12 @@ def _cgroup_kill(cgroup, deadline):
         os.write(fd, b"1")
     finally:
         os.close(fd)
+    return _cgroup_empty(cgroup, deadline)
+
+
+def _cgroup_empty(cgroup, deadline):
+    """True once CGROUP and below hold no process, False when they still
+    do at DEADLINE (monotonic seconds)."""
     # cgroup.events changes (POLLPRI) when "populated" does
     try:
         ev = os.open(os.path.join(cgroup, "cgroup.events"), os.O_RDONLY)
@@ -682,18 +698,22 @@ class Box:
             except OSError:
                 pass
 
-    def finish(self):
+    def finish(self, grace=0.0):
         """After the program (the box's first process) has ended and been
-        reaped: kill what is left, reap what came back to us; the
-        descriptions of the processes that were still there."""
+        reaped: give what is left up to GRACE seconds to exit on its own
+        (OUTLIVE_GRACE after a program that ended by itself, 0 after a
+        kill), then kill what is still there and reap what came back to
+        us; the descriptions of the processes that were still there."""
         _live.discard(self)
         if self.pid is None:
             return []
         if self.cgroup is not None:
-            return self._finish_cgroup()
-        return self._finish_scan()
+            return self._finish_cgroup(grace)
+        return self._finish_scan(grace)
 
-    def _finish_cgroup(self):
+    def _finish_cgroup(self, grace):
+        if grace > 0 and _populated(self.cgroup):
+            _cgroup_empty(self.cgroup, time.monotonic() + grace)
         pids = _procs(self.cgroup)
         if not pids and not _populated(self.cgroup):
             return []
@@ -707,26 +727,36 @@ class Box:
         reap(pids)
         return found
 
-    def _finish_scan(self):
-        """Subreaper mode: the program's group and session, and our
-        children nobody waits for (what came back to us), found in /proc,
-        killed, and looked for again until none is left."""
+    def _left(self):
+        """Subreaper mode: the live processes of the program's group and
+        session and our children nobody waits for (what came back to
+        us), found in /proc; the ended ones are reaped."""
         me, lead, since = os.getpid(), self.pid, self.since
         owned = self.local.session.owned
+        left, dead = [], []
+        for pid in _pids():
+            if pid == me or pid in owned:
+                continue
+            st = _stat(pid)
+            if st is None or st[4] < since:
+                continue
+            ppid, pgid, sid, state, _ = st
+            if pgid == lead or sid == lead or ppid == me:
+                (dead if state in (b"Z", b"X") else left).append(pid)
+        reap(dead)
+        return left
+
+    def _finish_scan(self, grace):
+        """Subreaper mode: what _left() finds, given GRACE seconds to end,
+        then killed, and looked for again until none is left."""
+        lead = self.pid
         found, seen = [], set()
+        settle = time.monotonic() + grace
+        while self._left() and time.monotonic() < settle:
+            time.sleep(0.005)
         deadline = time.monotonic() + KILL_WAIT
         while True:
-            left, dead = [], []
-            for pid in _pids():
-                if pid == me or pid in owned:
-                    continue
-                st = _stat(pid)
-                if st is None or st[4] < since:
-                    continue
-                ppid, pgid, sid, state, _ = st
-                if pgid == lead or sid == lead or ppid == me:
-                    (dead if state in (b"Z", b"X") else left).append(pid)
-            reap(dead)
+            left = self._left()
             if not left:
                 break
             if time.monotonic() >= deadline:

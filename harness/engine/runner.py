@@ -335,10 +335,22 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             box.finish()
             raise
         # The leader is gone; what it started must not outlive the case
-        # (it could still write into the scratch)
-        outlived = box.finish()
+        # (it could still write into the scratch). The supervisor gave
+        # the processes it follows their grace already (supervise.c)
+        outlived = box.finish(0.0 if preload and backend == "syscall"
+                              else _grace(proc.returncode, timed_out))
         return _ended(argv, proc.returncode, timed_out, start, out, err, trace,
                       [] if timed_out else outlived)
+
+
+def _grace(rc, timed_out):
+    """Seconds what a program left running has to exit on its own
+    (contain.OUTLIVE_GRACE), by Popen's returncode RC: none after a
+    SIGKILL (a planned crash takes every process at once) or a kill at
+    the time limit."""
+    if timed_out or rc == -signal.SIGKILL:
+        return 0.0
+    return contain.OUTLIVE_GRACE
 
 
 def _ended(argv, rc, timed_out, start, out, err, trace, outlived=()):
@@ -698,9 +710,9 @@ class ForkServer:
                 self.close()
                 box.finish()
                 raise
-            outlived = box.finish()
-            return _ended(self.argv, os.waitstatus_to_exitcode(status),
-                          timed_out, start, out, err, trace,
+            rc = os.waitstatus_to_exitcode(status)
+            outlived = box.finish(_grace(rc, timed_out))
+            return _ended(self.argv, rc, timed_out, start, out, err, trace,
                           [] if timed_out else outlived)
 
     def _one_run(self, request, out, err, timeout, box):
