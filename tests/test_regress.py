@@ -77,6 +77,13 @@ def check_sarif(doc):
         for inv in run.get("invocations", []):
             # invocation: required ["executionSuccessful"]
             assert isinstance(inv["executionSuccessful"], bool)
+            for n in inv.get("toolExecutionNotifications", []):
+                # notification: required ["message"]; level enum;
+                # reportingDescriptorReference: anyOf id, index, guid
+                check_message(n["message"], n)
+                assert n.get("level", "warning") in LEVELS
+                if "descriptor" in n:
+                    assert isinstance(n["descriptor"]["id"], str)
         for name, base in run.get("originalUriBaseIds", {}).items():
             if "description" in base:
                 check_message(base["description"], name)
@@ -198,6 +205,36 @@ def test_sarif_places_a_finding_without_a_call_site_at_its_spec():
     assert loc["physicalLocation"]["artifactLocation"] == {"uri": "file:///bin/sed"}
 
 
+UNSEEN = [{"workload": "w", "path": "target.tmp", "what": "content",
+           "at": "fsync#1", "seq": 7},
+          {"workload": "w", "path": "junk", "what": "name", "at": "exit",
+           "seq": 12}]
+
+
+def test_sarif_warns_of_each_change_it_did_not_see():
+    """A run with changes made by calls crashcheck cannot see is no clean
+    pass in SARIF either: one warning of the invocation per change,
+    naming the file (an error when --strict fails the run)."""
+    cases = [case("w-fsync#1=EIO", "ok")]
+    doc = sarif.sarif(cases, {"unseen": UNSEEN})
+    check_sarif(doc)
+    inv, = doc["runs"][0]["invocations"]
+    notes = inv["toolExecutionNotifications"]
+    assert [(n["level"], n["descriptor"]["id"], n["properties"]["path"])
+            for n in notes] == [("warning", "unseen-change", "target.tmp"),
+                                ("warning", "unseen-change", "junk")]
+    assert "'target.tmp': content changed by a call crashcheck cannot " \
+        "see (first seen at fsync#1)" in notes[0]["message"]["text"]
+    assert "not a clean pass" in notes[1]["message"]["text"]
+    strict = sarif.sarif(cases, {"unseen": UNSEEN, "run": {"strict": True}})
+    check_sarif(strict)
+    assert {n["level"] for n in strict["runs"][0]["invocations"][0][
+        "toolExecutionNotifications"]} == {"error"}
+    clean = sarif.sarif(cases, {"unseen": []})
+    assert "toolExecutionNotifications" not in clean["runs"][0][
+        "invocations"][0]
+
+
 def test_the_checker_refuses_what_the_schema_forbids():
     good = sarif.sarif([case("a-fsync#1=EIO", "torn")], {})
     check_sarif(good)
@@ -205,7 +242,9 @@ def test_the_checker_refuses_what_the_schema_forbids():
                      lambda d: d["runs"][0]["tool"]["driver"].pop("name"),
                      lambda d: d["runs"][0]["results"][0].pop("message"),
                      lambda d: d["runs"][0]["results"][0].update(level="bad"),
-                     lambda d: d["runs"][0]["results"][0].update(ruleIndex=5)):
+                     lambda d: d["runs"][0]["results"][0].update(ruleIndex=5),
+                     lambda d: d["runs"][0]["invocations"][0].update(
+                         toolExecutionNotifications=[{"level": "warning"}])):
         doc = copy.deepcopy(good)
         breaking(doc)
         with pytest.raises((AssertionError, KeyError, IndexError)):

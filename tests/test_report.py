@@ -585,6 +585,40 @@ def test_junit_counts_match_a_clean_run(tmp_path):
             suite.get("skipped")) == ("5", "0", "0", "0")
 
 
+def test_junit_says_a_pass_is_not_clean():
+    """Changes made by calls crashcheck cannot see: the suite is NOT
+    CLEAN, its properties say so, and each workload that had any gets a
+    testcase naming them, passed with the changes in its system-err, or
+    failed under --strict, which fails the run."""
+    cases = [mk(f"w-stdio-{i}B-eio") for i in range(3)]
+    unseen = [{"workload": "w", "path": "target.tmp", "what": "content",
+               "at": "fsync#1", "seq": 7},
+              {"workload": "w", "path": "junk", "what": "name",
+               "at": "exit", "seq": 12}]
+    for strict in (False, True):
+        root = ET.fromstring(report.junit_bytes(
+            cases, {"unseen": unseen, "strict": strict}))
+        suite = root.find("testsuite")
+        assert root.get("name") == suite.get("name") == \
+            "crashcheck (NOT CLEAN)"
+        assert (suite.get("tests"), suite.get("failures")) == \
+            ("4", "1" if strict else "0")
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert (props["clean"], props["unseen"]) == ("false", "2")
+        tc, = [tc for tc in suite.findall("testcase")
+               if tc.get("classname") == "crashcheck.w.coverage"]
+        el = tc.find("failure" if strict else "system-err")
+        assert el is not None and tc.find(
+            "system-err" if strict else "failure") is None
+        assert "not a clean pass: 2 changes" in el.text
+        assert "w: 'target.tmp': content changed by a call crashcheck " \
+            "cannot see (first seen at fsync#1)" in el.text
+        assert "w: 'junk': name appeared" in el.text
+    clean = ET.fromstring(report.junit_bytes(cases, {"unseen": []}))
+    assert clean.get("name") == "crashcheck"
+    assert "clean" not in {p.get("name") for p in clean.iter("property")}
+
+
 # ---------------------------------------------------------------------------
 # results.json
 

@@ -624,9 +624,27 @@ def test_an_audit_says_what_it_did_not_see(tmp_path, writers):
     assert "## Coverage" in md and "'target.tmp': content changed" in md
     html = (tmp_path / "a" / "report.html").read_text()
     assert "NOT CLEAN</span>" in html and 'id="coverage"' in html
+    # junit.xml and results.sarif say it too, a failure under --strict
+    import xml.etree.ElementTree as ET
+    junit = ET.parse(tmp_path / "a" / "junit.xml").getroot()
+    assert junit.get("name") == "crashcheck (NOT CLEAN)"
+    assert junit.get("failures") == "0"
+    assert "content changed by a call crashcheck cannot see" in \
+        junit.find(".//testcase[@name='unseen changes']/system-err").text
+    note, = json.loads((tmp_path / "a" / "results.sarif").read_text())[
+        "runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "warning" and "'target.tmp'" in \
+        note["message"]["text"]
     p = crashcheck(*argv[:-5], "--strict", "--out", tmp_path / "b",
                    *argv[-5:])
     assert p.returncode == 1, (p.stdout, p.stderr)
+    junit = ET.parse(tmp_path / "b" / "junit.xml").getroot()
+    assert junit.get("failures") == "1"
+    assert junit.find(".//testcase[@name='unseen changes']/failure") \
+        is not None
+    note, = json.loads((tmp_path / "b" / "results.sarif").read_text())[
+        "runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "error"
     # a program that shows everything: a clean pass, with or without
     p = crashcheck("audit", "--faults", "powerloss", "--model", "posix",
                    "--strict", "--new", new, "--out", tmp_path / "c", "--",

@@ -597,6 +597,8 @@ def write_reports(config, state, results, interrupted):
         "cap": state.settings.cap,
         "sector": state.settings.sector or _spec_sectors(state.specs),
         "unseen": _unseen(state.work),
+        # whether unseen changes fail the run (junit.xml says it as they do)
+        "strict": bool(config.getoption("--cc-strict")),
         "timing": {"started": round(state.started, 3),
                    "duration": round(time.time() - state.started, 3)},
     }

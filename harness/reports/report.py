@@ -1991,10 +1991,20 @@ def _junit_bytes(cases, s):
         incomplete.append(("interrupted", summary_sentences(s)[0]))
     elif s.get("missing"):
         incomplete.append(("missing", summary_sentences(s)[1]))
-    attrs = {"name": "crashcheck" + (" (INTERRUPTED)" if s.get("interrupted")
-                                     else ""),
-             "tests": str(len(cases) + len(unmet) + len(incomplete)),
-             "failures": str(st["failed"] + len(unmet)),
+    # changes no call crashcheck saw made (Coverage): one testcase per
+    # workload that had any, a failure when --strict fails the run for
+    # them, else passed with the changes in its system-err
+    unseen = {}
+    for u in s.get("unseen") or []:
+        unseen.setdefault(u.get("workload") or "-", []).append(u)
+    strict = bool((s.get("run") or {}).get("strict"))
+    name = "crashcheck" + (" (INTERRUPTED)" if s.get("interrupted") else
+                           " (NOT CLEAN)" if unseen else "")
+    attrs = {"name": name,
+             "tests": str(len(cases) + len(unmet) + len(incomplete)
+                          + len(unseen)),
+             "failures": str(st["failed"] + len(unmet)
+                             + (len(unseen) if strict else 0)),
              "errors": str(st["harness-error"] + len(incomplete)),
              "skipped": str(st["skipped"]),
              "time": f"{_run_seconds(s['timing']):.3f}"}
@@ -2007,6 +2017,10 @@ def _junit_bytes(cases, s):
     for name, value in run_facts(s):
         if name not in ("started", "duration"):
             ET.SubElement(props, "property", name=name, value=_clean(value))
+    if unseen:
+        ET.SubElement(props, "property", name="clean", value="false")
+        ET.SubElement(props, "property", name="unseen",
+                      value=str(len(s["unseen"])))
 
     defect_of = {i: d for d in s["defects"] for i in d["ids"]}
     for case in cases:
@@ -2055,6 +2069,25 @@ def _junit_bytes(cases, s):
             "type": "not-caught",
             "message": _one_line(f"buggy variant not caught: {line}")})
         el.text = _clean(el.get("message"))
+    lines = coverage_lines(s)
+    for workload, changes in unseen.items():
+        tc = ET.SubElement(suite, "testcase", {
+            "classname": _clean(f"crashcheck.{workload}.coverage"),
+            "name": "unseen changes", "time": "0.000"})
+        n = len(changes)
+        message = _one_line(
+            f"not a clean pass: {n} change{'s' * (n != 1)} made by calls "
+            f"crashcheck cannot see" + (" (--strict)" if strict else ""))
+        text = _clean("\n".join(
+            [message, ""] + [line for line in lines
+                             if line.startswith(f"{workload}: ")
+                             or workload == "-"] + ["", COVERAGE_BAD]))
+        if strict:
+            el = ET.SubElement(tc, "failure", {"type": "unseen",
+                                               "message": message})
+        else:
+            el = ET.SubElement(tc, "system-err")
+        el.text = text
     for kind, line in incomplete:
         tc = ET.SubElement(suite, "testcase", {
             "classname": "crashcheck.run", "name": kind, "time": "0.000"})

@@ -7,7 +7,10 @@ the run counts against the program: a failure, a known finding of the
 baseline (baselineState "unchanged"; a new one is "new") or an ignored one
 (an external suppression carrying its reason), and a harness error. A
 buggy variant's expected finding is the corpus doing its job, not a
-result.
+result. A change made by a call crashcheck cannot see (summary.unseen,
+docs/reference.md "Coverage") is a notification of the invocation
+(toolExecutionNotifications, id "unseen-change"), one per change naming
+its file: a warning, an error when --strict fails the run for it.
 
 A result's location is its case's `location` (the call that decided it,
 symbolized: file, line, function; docs/reference.md): the file and line
@@ -146,6 +149,7 @@ def sarif(cases, summary):
             r["suppressions"] = [{"kind": "external", "status": "accepted",
                                   "justification": c["ignored"]}]
         results.append(r)
+    notes = [_unseen_note(u, summary) for u in summary.get("unseen") or []]
     run = {
         "tool": {"driver": {"name": "crashcheck", "version": VERSION,
                             "rules": rules}},
@@ -154,6 +158,7 @@ def sarif(cases, summary):
             # did not do what it was asked
             "executionSuccessful": not summary.get("interrupted")
             and not summary.get("missing"),
+            **({"toolExecutionNotifications": notes} if notes else {}),
             **({"commandLine": summary["command"]}
                if summary.get("command") else {})}],
         "originalUriBaseIds": {"%SRCROOT%": {
@@ -161,6 +166,22 @@ def sarif(cases, summary):
         "results": results,
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _unseen_note(change, summary):
+    """A warning of the invocation for a change no call crashcheck saw
+    made (summary.unseen): the run is not a clean pass."""
+    from .report import coverage_lines
+    line, = coverage_lines({"unseen": [change]})
+    strict = bool((summary.get("run") or {}).get("strict"))
+    return {"level": "error" if strict else "warning",
+            "descriptor": {"id": "unseen-change"},
+            "message": {"text": f"{line}: not a clean pass"
+                        + (", and --strict fails the run" if strict else
+                           ". No fault reached that call and no power cut "
+                           "was simulated where it happened.")},
+            "properties": {k: change.get(k) for k in
+                           ("workload", "path", "what", "at", "seq")}}
 
 
 def write(path, cases, summary):
