@@ -67,9 +67,11 @@ uninstall:
 # the runner's sanitizer policy (harness/engine/sanitizers.py): a report aborts
 # (SIGABRT, never an exit 1 that reads as a reported failure), and SIGBUS
 # stays the program's own signal.
+# The tests marked `plain` (pytest.ini) are skipped in a sanitized build.
 ifdef SANITIZE
 check: export ASAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
 check: export UBSAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
+check: export CRASHCHECK_SANITIZED = $(SANITIZE)
 endif
 
 check: all

@@ -1,11 +1,36 @@
 """Shared pytest fixtures: where the tree and its built programs are."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background by a non-interactive shell (`make
+# check &` in a script) has SIGINT ignored, and every crashcheck the tests
+# start would inherit that and shrug off the ^C the tests send it. Python's
+# own handler is reset to the default across exec, as a terminal's is.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `make check SANITIZE=...` (which exports CRASHCHECK_SANITIZED),
+    the tests marked `plain` are skipped: they compare the harness's ways
+    of judging over a whole corpus, at minutes each, and a sanitized build
+    of the programs they run adds nothing the other tests do not already
+    run sanitized. CI's plain pass runs them."""
+    sanitized = os.environ.get("CRASHCHECK_SANITIZED")
+    if not sanitized:
+        return
+    skip = pytest.mark.skip(reason=f"a plain test, and this build is sanitized "
+                                   f"({sanitized}): make check without SANITIZE "
+                                   "runs it")
+    for item in items:
+        if item.get_closest_marker("plain"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

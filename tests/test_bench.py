@@ -12,6 +12,7 @@ from harness import ROOT
 BENCH = ROOT / "scripts" / "bench"
 
 
+@pytest.mark.plain
 def test_quick_prints_every_row():
     proc = subprocess.run([sys.executable, str(BENCH), "--quick"],
                           capture_output=True, text=True, timeout=600)

@@ -287,6 +287,7 @@ def three(built, tmp_path_factory):
     return judged(tmp, specs, True), judged(tmp, specs, False)
 
 
+@pytest.mark.plain
 def test_lite_runs_judge_every_case_as_whole_ones(three):
     """Every case of the five programs gets the same verdict, finding,
     states, excerpt, fired rules and exit with lite runs as without."""

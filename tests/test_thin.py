@@ -308,6 +308,7 @@ def four(built, tmp_path_factory):
             judged(tmp, specs, False, kinds=kinds, note=note))
 
 
+@pytest.mark.plain
 def test_thin_runs_judge_every_case_as_whole_ones(four):
     """Every case of the four programs gets the same verdict, finding,
     states, excerpt, fired rules and exit with thin runs as without."""
