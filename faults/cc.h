@@ -96,6 +96,12 @@ void cc_serve(void);
 #define SNAP_SELF 32	/* the listing of path, a directory */
 #define SNAP_TREE2 64	/* path2, a directory moved in: every listing and file under it */
 
+/* a code address as an object and its offset from the object's load base */
+struct cc_frame {
+	const char *obj;	/* the object's path; NULL = the frame before's */
+	uint64_t off;
+};
+
 /* One intercepted call, filled before and after it runs. */
 struct cc_rec {
 	int call;		/* enum call_id */
@@ -139,6 +145,9 @@ struct cc_rec {
 	void *tofree;		/* freed after the line: a short writev's trimmed vector */
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
 	const void *at;		/* the wrapper's return address: where the program made the call */
+	/* the supervisor's instead of at: "at" and "up" (syscall/unwind.c) */
+	const struct cc_frame *frames;
+	int nframes;
 };
 
 /* R describes a call to CALL (enum call_id), nothing known of it yet */

@@ -2074,6 +2074,8 @@ void cc_rec_init(struct cc_rec *r, int call)
 	r->pos = -1;
 	r->tofree = NULL;
 	r->at = NULL;
+	r->frames = NULL;
+	r->nframes = 0;
 	r->maplen = 0;
 	/* the seq its line would get is at least this one: a call seen
 	 * before CRASHCHECK_TRACE_FROM is one the caller does not want */
@@ -2197,6 +2199,22 @@ static void sb_head_seq(struct sb *sb, const char *ev, const struct cc_rec *r,
 			sb_quote(sb, site);
 		}
 	}
+	for (int i = 0; i < r->nframes; i++) {
+		const struct cc_frame *f = &r->frames[i];
+		char site[CC_PATH_MAX + 32];
+
+		snprintf(site, sizeof(site), "%s+0x%llx", f->obj ? f->obj : "",
+			 (unsigned long long)f->off);
+		if (i == 0)
+			sb_lit(sb, ",\"at\":");
+		else if (i == 1)
+			sb_lit(sb, ",\"up\":[");
+		else
+			sb_lit(sb, ",");
+		sb_quote(sb, site);
+	}
+	if (r->nframes > 1)
+		sb_lit(sb, "]");
 }
 
 static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)

@@ -201,6 +201,44 @@ def test_the_call_site_decides_when_the_trace_has_it():
     assert keys[0]["key"] == keys[2]["key"]
 
 
+def test_a_random_name_is_its_pattern_where_there_is_no_site():
+    # mkstemp names the temp file anew in every run (coords.align's globs)
+    globs = {"target.Ab12Cd": "target.??????", "target.xY9zQ0": "target.??????"}
+    cause = Cause("check what write returns", call="write#1")
+    keys = [causes.describe("saver", "unreported-error", cause,
+                            rec(3, "write", name, ret=-1), base=W, globs=globs)[0]
+            for name in ("target.Ab12Cd", "target.Qw34Er", "target.Zx56Cv")]
+    assert {k["site"] for k in keys} == {"write target.??????"}
+    assert len({k["key"] for k in keys}) == 1
+    # the file named is this case's own
+    assert [k["file"] for k in keys] == ["target.Ab12Cd", "target.Qw34Er",
+                                         "target.Zx56Cv"]
+    # a name the globs do not cover stands as it is, and so does a lost
+    # change without a call
+    other = causes.describe("saver", "unreported-error", cause,
+                            rec(3, "write", "target.tmp", ret=-1), base=W,
+                            globs=globs)[0]
+    assert other["site"] == "write target.tmp"
+    lost = causes.describe("saver", "torn", Cause(
+        "fsync the file", change=("data", "target.Qw34Er")), None, base=W,
+        globs=globs)[0]
+    assert lost["site"] == "data target.??????"
+
+
+def test_the_frames_decide_where_no_frame_has_a_line():
+    # the system-call backend's frames of a binary without debug
+    # information: `at` is libc's wrapper, the same for every write
+    one = rec(3, "write", "a", ret=-1, at="/bin/s+0x4000",
+              up=["+0x1234", "+0x2000"])
+    two = rec(4, "write", "a", ret=-1, at="/bin/s+0x4000",
+              up=["+0x1300", "+0x2000"])
+    cause = Cause("check what write returns", call="write#1")
+    a, b = (causes.describe("s", "unreported-error", cause, r, base=W)[0]
+            for r in (one, two))
+    assert a["site"] == "/bin/s+0x4000|/bin/s+0x1234|/bin/s+0x2000"
+    assert a["key"] != b["key"]
+
+
 def test_a_file_the_run_made_was_made_to_be_written():
     # gawk -i inplace: mkstemp opens the temp file below the interposer,
     # dup2 makes it stdout; only its fflush and close are in the trace

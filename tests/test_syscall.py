@@ -922,3 +922,103 @@ def test_the_supervisor_refuses_what_the_preload_refuses(tmp_path, progs):
                            "No such file or directory\n")
     with pytest.raises(runner.SetupError, match="program not found"):
         runner.run([str(tmp_path / "nope")], cwd=tmp_path, backend="syscall")
+
+
+# ------------------------------------------------ where a call was made
+
+# The supervisor records the return addresses on the thread's stack
+# (faults/syscall/unwind.c) and a finding names the program's own line,
+# not libc's or Go's write wrapper (harness/judging/symbols.site).
+
+def line_of(source, text):
+    """The line number of SOURCE holding TEXT, once."""
+    lines = [i for i, line in enumerate(source.read_text().splitlines(), 1)
+             if text in line]
+    assert len(lines) == 1, (source, text, lines)
+    return lines[0]
+
+
+@pytest.mark.parametrize("lang", ["c", "go"])
+def test_a_finding_names_its_source_line(tmp_path, request, lang):
+    if lang == "go":
+        exe, dash = request.getfixturevalue("gowriter"), "-"
+        source, call = PROGS / "writer.go", "os.Rename(tmp, target)"
+    else:
+        # -g, and static: libc's wrapper has no line, the program has
+        exe = compile_c(tmp_path / "writer", PROGS / "writer.c", "-static", "-g")
+        dash, source, call = "--", PROGS / "writer.c", "rename(tmp, argv[i])"
+    proc = cc("audit", "--backend", "syscall", "--out", tmp_path / "out",
+              "--", exe, dash + "no-dir-fsync", "{target}", "{new}",
+              cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    found = [c for c in results(tmp_path / "out") if c["verdict"] != "ok"]
+    assert found and {c["verdict"] for c in found} == {"not-durable"}
+    line = line_of(source, call)
+    for c in found:
+        loc = c["location"]
+        assert (os.path.basename(loc["file"]), loc["line"]) == \
+            (source.name, line), c["id"]
+        assert loc["function"] == ("main.main" if lang == "go" else "main")
+        assert loc["object"] == str(exe)
+    assert f"at {source.name}:{line} (" in proc.stdout
+    assert len({c["cause"]["key"] for c in found}) == 1
+
+
+# A writer whose temporary file has a random name (mkstemp in the target's
+# directory), and that never looks at what write returns: each faulted
+# write is one case, each case's temp file has another name, and all are
+# one defect of one call site.
+TMPNAME = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	static char data[1 << 16];
+	char tmp[4096];
+	ssize_t len;
+	int in = open(argv[2], O_RDONLY), fd, dir;
+
+	if (argc != 3 || in < 0 || (len = read(in, data, sizeof(data))) < 0)
+		return 2;
+	close(in);
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", argv[1]);
+	if ((fd = mkstemp(tmp)) < 0)
+		return 1;
+	for (ssize_t off = 0; off < len; off += 4096)
+		(void)!write(fd, data + off, len - off < 4096 ? len - off : 4096);
+	if (fsync(fd) || close(fd) || rename(tmp, argv[1]))
+		return 1;
+	if ((dir = open(".", O_RDONLY)) < 0 || fsync(dir) || close(dir))
+		return 1;
+	return 0;
+}
+"""
+
+
+def test_a_random_temp_name_does_not_split_a_defect(tmp_path):
+    src = tmp_path / "tmpname.c"
+    src.write_text(TMPNAME)
+    exe = compile_c(tmp_path / "tmpname", src, "-static")
+    new = tmp_path / "new"
+    new.write_bytes(bytes(range(256)) * 40)     # three writes
+    proc = cc("audit", "--backend", "syscall", "--new", new,
+              "--out", tmp_path / "out", "--", exe, "{target}", "{new}",
+              cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    found = [c for c in results(tmp_path / "out")
+             if c["verdict"] != "ok" and c["kind"] in ("eio", "enospc")]
+    # the names differ from case to case: mkstemp's
+    names = {c["cause"]["file"] for c in found}
+    assert len(found) >= 3 and len(names) >= 3, found
+    assert all(n.startswith("target.") for n in names)
+    # one call site, one rule: one defect
+    by_rule = {}
+    for c in found:
+        by_rule.setdefault((c["verdict"], c["cause"]["rule"]), set()).add(
+            c["cause"]["key"])
+    assert all(len(keys) == 1 for keys in by_rule.values()), by_rule
+    # no debug information: the site is the object and offset of a frame
+    assert all(c["location"]["object"] == str(exe) for c in found)

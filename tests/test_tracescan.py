@@ -57,9 +57,14 @@ def pick(rng, choices):
     return rng.choice(bad if rng.random() < 0.04 else good)
 
 
-# where the call was made (faults/callsite.c), absent from some lines
-SITES = (["", ',"at":"/w/prog+0x11a9"', ',"at":"/usr/lib/libc.so.6+0x1f00"'],
-         [',"at":"/w/p\\"q+0x1"', ',"at":1', ',"at":"/w/prog+0x1"}'])
+# where the call was made (faults/callsite.c), absent from some lines; the
+# supervisor's with its callers (faults/syscall/unwind.c)
+SITES = (["", ',"at":"/w/prog+0x11a9"', ',"at":"/usr/lib/libc.so.6+0x1f00"',
+          ',"at":"/w/prog+0x4387d1","up":["+0x4015cb","/w/a]b+0x2"]',
+          ',"at":"/w/prog+0x1","up":[]'],
+         [',"at":"/w/p\\"q+0x1"', ',"at":1', ',"at":"/w/prog+0x1"}',
+          ',"at":"/w/prog+0x1","up":["+0x1"', ',"at":"/w/prog+0x1","up":[1]',
+          ',"at":"/w/prog+0x1","up":["\\"+0x1"]'])
 
 
 def write_line(rng, seq, ino):

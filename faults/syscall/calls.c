@@ -751,6 +751,11 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 			r->call, r->n, r->path, cc.watch, is_std_output(c, tid) },
 			count_rule, NULL);
 	p = r->rule >= 0 ? &cc.plan.rules[r->rule] : NULL;
+	/* where the program made it, for a line that will be written */
+	if (cc.trace && (!r->lite || p)) {
+		r->nframes = sv_unwind(t->proc, tid, c->frames, c->paths, SV_FRAMES);
+		r->frames = c->frames;
+	}
 
 	/* the number is free once the call runs, whatever it returns */
 	if (sc == SC_close)

@@ -179,6 +179,8 @@ void sv_pending_free(struct pending *c)
 	free(c->iov);
 	free(c->data);
 	free(c->map);
+	for (int i = 0; i < SV_FRAMES; i++)
+		free(c->paths[i]);
 	free(c);
 }
 
@@ -187,6 +189,7 @@ static void proc_free(struct proc *p)
 	if (p->pidfd > 0)
 		close(p->pidfd);
 	sv_fd_forget_all(p);
+	sv_unwind_forget(p);
 	free(p->fds);
 	free(p);
 }
@@ -742,6 +745,7 @@ static void on_exec(struct task *t)
 		sv_std_outputs(t->tid);
 	t->proc->execd = true;
 	t->proc->shared_maps = 0;
+	sv_unwind_forget(t->proc);
 	/* its close-on-exec descriptors are gone: which, we cannot tell */
 	sv_fd_forget_all(t->proc);
 	sv_exec(t->proc, t->tid == main_pid ? getpid() : ppid_of(t->tid));

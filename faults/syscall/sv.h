@@ -71,9 +71,13 @@ struct proc {
 	int pidfd;		/* pidfd_open of tgid, 0 = not yet, -1 = none */
 	int shared_maps;	/* MAP_SHARED file mappings made (or inherited); 0 = a
 				 * munmap or msync of it cannot concern a file */
+	struct sv_unwind *unwind;	/* its modules for unwind.c, NULL = none yet */
 	bool execd;		/* has run the program (or a program of its own): its
 				 * calls before its first exec are the supervisor's child's */
 };
+
+/* the return addresses recorded of a call: its "at" and "up" */
+#define SV_FRAMES 12
 
 /* A call a thread is in, between its seccomp stop and its exit stop. */
 struct pending {
@@ -95,6 +99,8 @@ struct pending {
 		uint64_t ino;
 		long long off;	/* the file offset of the address */
 	} *map;
+	struct cc_frame frames[SV_FRAMES];	/* r.frames */
+	char *paths[SV_FRAMES];	/* their objects' paths, malloc'ed */
 };
 
 /* A thread of the program. */
@@ -124,6 +130,16 @@ enum sv_resume sv_exit(struct task *t, long long rval);
 void sv_exec(struct proc *p, pid_t ppid);
 /* the program PID starts: its stdout and stderr are never faulted */
 void sv_std_outputs(pid_t pid);
+
+/* ---- unwind.c ---- */
+
+/* the return addresses on the stack of thread TID of P, stopped, into
+ * OUT, at most MAX, innermost first (an object path NULL: the frame
+ * before's; the others malloc'ed into PATHS); how many */
+int sv_unwind(struct proc *p, pid_t tid, struct cc_frame *out, char **paths,
+	      int max);
+/* P's modules are gone (exec) or P is */
+void sv_unwind_forget(struct proc *p);
 
 /* ---- supervise.c ---- */
 

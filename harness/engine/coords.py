@@ -145,6 +145,21 @@ def align(runs):
     return out
 
 
+def pattern(rel, globs):
+    """The name file REL goes by across runs: its glob of GLOBS ({name:
+    glob}, align's) when it has one or matches one with a wildcard (the
+    same file named otherwise in this run), else REL itself."""
+    if not rel or not globs:
+        return rel
+    g = globs.get(rel)
+    if g is not None:
+        return g
+    for g in sorted(set(globs.values())):
+        if _wild(g) and fnmatchcase(rel, g):
+            return g
+    return rel
+
+
 class Coords:
     """The coordinate of every call record of one trace, by seq:
     `write(target.tmp)#3` for a call on a file in the work directory

@@ -766,8 +766,9 @@ def enumerate_cases(specs, settings, log=print):
                     shutil.rmtree(d, ignore_errors=True)
             save_run(out, how)
             stats = {}
-            cases = cases_of(combo, out, settings, how,
-                             again=record_again(combo, out, settings, how),
+            again = record_again(combo, out, settings, how)
+            save_globs(scratch, again[1])
+            cases = cases_of(combo, out, settings, how, again=again,
                              stats=stats)
             if not any(c.error or c.skip for c in cases):
                 save_unseen(out)
@@ -1288,14 +1289,15 @@ def escapes(out):
 
 def call_site(rec, workdir):
     """What groups a call with others (select): where the program made it
-    (the trace's "at", the object and offset of the caller; the call's
+    (the trace's "at", the object and offset of the caller, and "up",
+    its callers' where the system-call backend recorded them; the call's
     name where the trace has none), the call, and the files it named, as
     paths inside the work directory."""
     def rel(path):
         if path and (path == workdir or path.startswith(workdir + "/")):
             return path[len(workdir) + 1:] or "."
         return path or ""
-    return (rec.get("at") or "", rec["call"], rel(rec.get("path")),
+    return ("|".join(symbols.frames(rec)), rec["call"], rel(rec.get("path")),
             rel(rec.get("path2")))
 
 
@@ -1585,6 +1587,26 @@ def load_run(scratch):
                    records=trace.load(scratch / "trace.jsonl"))
 
 
+GLOBS = "globs.json"
+
+
+def save_globs(scratch, globs):
+    """The globs of the baseline's files whose names change from run to
+    run (record_again), beside its run.json: a finding's defect is named
+    by them (causes.describe)."""
+    with open(Path(scratch) / GLOBS, "w") as fh:
+        json.dump(globs, fh)
+
+
+def load_globs(scratch):
+    try:
+        with open(Path(scratch) / GLOBS) as fh:
+            globs = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return globs if isinstance(globs, dict) else {}
+
+
 UNSEEN = "unseen.json"
 
 
@@ -1638,6 +1660,7 @@ class Judge:
         # combo prefix -> its baseline's call names; ("rename", prefix) ->
         # the seq of its first rename over the target
         self._calls = {}
+        self._globs = {}            # combo prefix -> its baseline's globs
         self.hold = False           # keep the last case's scratch (replay)
         self._work = None
         # Where fault cases run, one scratch reused case after case (the
@@ -2431,10 +2454,12 @@ class Judge:
                 faulted = [out.deciding] + list(faulted)
             rec = causes.deciding_record(verdict.cause, records,
                                          faulted=faulted, base=base, upto=upto)
-        location = symbols.location(rec.get("at")) if rec is not None else None
+        location = symbols.site(rec) if rec is not None else None
+        if combo.prefix not in self._globs:
+            self._globs[combo.prefix] = load_globs(self.work / combo.prefix)
         entry, location = causes.describe(
             combo.spec.name, verdict.verdict, verdict.cause, rec, base=base,
-            location=location)
+            location=location, globs=self._globs[combo.prefix])
         text = verdict.finding
         if location is not None:
             text += f" ({entry['call']} at {location['text']})"

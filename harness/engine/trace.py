@@ -238,7 +238,8 @@ class Lazy:
     # a line of the last shape, its one snapshot that file whole.
     _MOOT_WRITE = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(write|pwrite|pwrite64'
-        rb'|writev|pwritev|pwritev2)","n":\d+(?:,"at":"[^"\\]*")?,"fd":\d+,'
+        rb'|writev|pwritev|pwritev2)","n":\d+(?:,"at":"[^"\\]*")?'
+        rb'(?:,"up":\[[^\]"\\]*(?:"[^"\\]*"[^\]"\\]*)*\])?,"fd":\d+,'
         rb'"path":"[^"\\]*",'
         rb'"ino":(\d+),(?:"off":-?\d+,)?(?:"len":-?\d+,)?'
         rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+(?:,"thin":true)?'
@@ -246,7 +247,9 @@ class Lazy:
         rb'(?:\}\Z|,"snap":\{"files":\{"\2":\{)')
     _WHOLE_SYNC = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(?:fsync|fdatasync)",'
-        rb'"n":\d+(?:,"at":"[^"\\]*")?,"fd":\d+,"path":"[^"\\]*","ino":(\d+),'
+        rb'"n":\d+(?:,"at":"[^"\\]*")?'
+        rb'(?:,"up":\[[^\]"\\]*(?:"[^"\\]*"[^\]"\\]*)*\])?'
+        rb',"fd":\d+,"path":"[^"\\]*","ino":(\d+),'
         rb'"ret":0,"errno":0,'
         rb'"snap":\{"files":\{"\1":\{"size":\d+,"hash":"[0-9a-f]{16}"'
         rb'\}\}\}\}')
@@ -569,6 +572,7 @@ _WRITE_LINE = re.compile(
     r'\{"ev":"call","seq":' + _UINT + r',"pid":' + _INT
     + r',"call":"(write|pwrite|pwrite64|writev|pwritev)","n":([1-9][0-9]*)'
     r'(?:,"at":"([^"\\\x00-\x1f]*)")?'
+    r'(?:,"up":\[((?:"[^"\\\x00-\x1f]*"(?:,"[^"\\\x00-\x1f]*")*)?)\])?'
     r',"fd":' + _UINT + r',"path":"([^"\\\x00-\x1f]*)","ino":' + _UINT
     + r',"off":' + _INT + r',"len":' + _INT
     + r',"flags":\[((?:"[A-Z_]+"(?:,"[A-Z_]+")*)?)\],"ret":' + _INT
@@ -580,8 +584,8 @@ _WRITE_LINE = re.compile(
 def _write_record(m):
     """The record of a _WRITE_LINE match, as json and _valid_fast would
     make it, or None when it would not pass."""
-    (seq, pid, call, n, at, fd, path, ino, off, length, flags, ret, err, key,
-     size, roff, rlen, data, h) = m.groups()
+    (seq, pid, call, n, at, up, fd, path, ino, off, length, flags, ret, err,
+     key, size, roff, rlen, data, h) = m.groups()
     size, roff, rlen = int(size), int(roff), int(rlen)
     if roff + rlen > size or (data is not None and len(data) != 2 * rlen):
         return None
@@ -595,6 +599,8 @@ def _write_record(m):
            "n": int(n)}
     if at is not None:
         rec["at"] = at      # in the line's order, as json.loads makes it
+    if up is not None:
+        rec["up"] = up[1:-1].split('","') if up else []
     rec.update(fd=int(fd), path=path, ino=int(ino), off=int(off),
                len=int(length),
                flags=flags[1:-1].split('","') if flags else [],
@@ -661,6 +667,8 @@ _OPTIONAL = (
     ("path", lambda v: isinstance(v, str), "a string"),
     ("path2", lambda v: isinstance(v, str), "a string"),
     ("at", lambda v: isinstance(v, str), "a string"),
+    ("up", lambda v: isinstance(v, list)
+     and all(isinstance(f, str) for f in v), "a list of strings"),
     ("ino", lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
     ("off", _is_int, "an integer"),
     ("len", _is_int, "an integer"),

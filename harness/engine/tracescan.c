@@ -103,13 +103,32 @@ static int call_head(struct cur *c)
 	       lit(c, ",\"call\":\"");
 }
 
-/* (?:,"at":"[^"\\]*")? : where the call was made, when the line says */
+/* (?:,"at":"[^"\\]*")? : where the call was made, when the line says;
+ * then (?:,"up":\[[^\]"\\]*(?:"[^"\\]*"[^\]"\\]*)*\])? : its callers */
 static int call_site(struct cur *c)
 {
 	struct cur at = *c;
 
 	if (lit(&at, ",\"at\":\"") && plain_string(&at))
 		*c = at;
+	at = *c;
+	if (lit(&at, ",\"up\":[")) {
+		for (;;) {
+			while (at.p < at.end && *at.p != ']' && *at.p != '"' &&
+			       *at.p != '\\')
+				at.p++;
+			if (at.p >= at.end || *at.p == '\\')
+				return 1;
+			if (*at.p == ']') {
+				at.p++;
+				*c = at;
+				return 1;
+			}
+			at.p++;		/* the opening quote */
+			if (!plain_string(&at))
+				return 1;
+		}
+	}
 	return 1;
 }
 

@@ -24,7 +24,8 @@ decided it). This module works on the trace around it:
 import hashlib
 import os
 
-from ..engine import calls as calls_mod
+from ..engine import calls as calls_mod, coords
+from . import symbols
 
 OPEN_CALLS = frozenset(("open", "open64", "openat", "openat64", "creat",
                         "creat64", "fopen", "fopen64", "freopen"))
@@ -249,12 +250,20 @@ def _overwrite(records, done, name, base):
 
 # ------------------------------------------------------------------- entries
 
-def describe(workload, verdict, cause, rec, base=None, location=None):
+def describe(workload, verdict, cause, rec, base=None, location=None,
+             globs=None):
     """(cause entry, location) of a finding's results.json entry: the rule,
     the deciding call ("fsync#1") and the file it hit, the site cases
-    group by (the call's `at` when the trace has it, else the call's name
-    and file), and a key naming the defect: the same for every case of
-    WORKLOAD with this verdict, rule and site."""
+    group by, and a key naming the defect: the same for every case of
+    WORKLOAD with this verdict, rule and site.
+
+    The site is where the program made the call: LOCATION's frame when
+    it has a source line (symbols.site), else every frame the trace
+    gives (`at` and `up`: one frame alone may be libc's write, shared by
+    every write of the program); with none, the call's name and file.
+    A file whose name changes from run to run (mkstemp's) is named by
+    its pattern across runs, GLOBS ({name: glob}, coords.align), so that
+    one defect is one in every case."""
     call = file = None
     site = ""
     if rec is not None:
@@ -265,13 +274,17 @@ def describe(workload, verdict, cause, rec, base=None, location=None):
         path = rec.get("path2") if rec.get("call") in RENAME_CALLS and not away \
             else rec.get("path")
         file = _rel(path, base) if path else None
-        site = rec.get("at") or f"{rec.get('call')} {file or '?'}"
+        if location is not None and location.get("line"):
+            site = f"{location['object']}+{location['offset']}"
+        else:
+            site = "|".join(symbols.frames(rec)) or \
+                f"{rec.get('call')} {coords.pattern(file, globs) or '?'}"
     elif cause.change:
         file = cause.change[1]
         # a file's data, however much of it a state lost, is one thing
         kind = "data" if cause.change[0] in ("data", "blocks", "size", "flush") \
             else cause.change[0]
-        site = f"{kind} {file}"
+        site = f"{kind} {coords.pattern(file, globs)}"
     key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
                          .encode("utf-8", "surrogateescape")).hexdigest()[:12]
     entry = {"key": key, "rule": cause.rule, "call": call, "file": file,

@@ -20,6 +20,16 @@ table names one, else only object and offset: text "save+0x11c3". An
 object that is gone or not ELF gives the same, never an error: a report
 must not fail because a binary was rebuilt. The file is the path DWARF
 names, relative to the current directory when it lies under it.
+
+The system-call backend records where the system call was made (`at`,
+inside libc's or Go's wrapper) and the return addresses of its callers
+(`up`, innermost first). site() picks the frame that is the program's:
+the first with a source line that is not Go's standard library (libc
+here has no debug information, so its frames have none), else the
+innermost. elfutils 0.188 reads no line of Go's DWARF (version 2 line
+tables, no .debug_aranges): an address eu-addr2line gives no line for is
+asked of binutils' addr2line, whose inline chain (-i) names the
+program's line inside a standard function inlined into it.
 """
 
 import os
@@ -28,6 +38,8 @@ import shutil
 import subprocess
 
 ADDR2LINE = "eu-addr2line"
+# binutils': it reads Go's line tables, which eu-addr2line 0.188 does not
+BINUTILS_ADDR2LINE = "addr2line"
 # an object path, then +0x and the offset
 _AT = re.compile(r"(?P<object>/.+)\+0x(?P<offset>[0-9a-fA-F]+)\Z")
 # eu-addr2line's "file:line:column", or "file:line" without a column
@@ -43,6 +55,27 @@ def parse_at(at):
     if not m:
         raise ValueError(f"not an object+offset address: {at!r}")
     return m.group("object"), int(m.group("offset"), 16)
+
+
+def frames(rec):
+    """The code addresses of a call record, innermost first: its `at`,
+    then its `up` (an item "+0x..." is in the object of the one before)."""
+    at = rec.get("at")
+    if not isinstance(at, str):
+        return []
+    out = [at]
+    up = rec.get("up")
+    for item in up if isinstance(up, list) else ():
+        if not isinstance(item, str):
+            break
+        if item.startswith("+0x"):
+            try:
+                obj, _ = parse_at(out[-1])
+            except ValueError:
+                break
+            item = obj + item
+        out.append(item)
+    return out
 
 
 def _plain(obj, offset, function=None):
@@ -95,11 +128,70 @@ def _addr2line(obj, addresses):
             file = line = None
             if m and m.group("file") != "??" and int(m.group("line")) > 0:
                 file, line = m.group("file"), int(m.group("line"))
+            if function and " inlined at " in function:
+                # "write_all inlined at save.c:107:6 in main": the line
+                # is write_all's
+                function = function.split(" inlined at ")[0]
             out.append((None if function in ("", "??") else function, file, line))
     return out
 
 
+def _chains(obj, addresses):
+    """[[(function, file, line)], innermost inlined first] per address,
+    from binutils' addr2line -i; None when it could not be run."""
+    tool = shutil.which(BINUTILS_ADDR2LINE)
+    if tool is None:
+        return None
+    out = []
+    for i in range(0, len(addresses), BATCH):
+        chunk = addresses[i:i + BATCH]
+        try:
+            proc = subprocess.run(
+                [tool, "-a", "-i", "-f", "-e", obj,
+                 *(f"0x{a:x}" for a in chunk)],
+                capture_output=True, text=True, errors="replace",
+                timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 0:
+            return None
+        # each address's block: the address as -a prints it, then
+        # function and file:line pairs
+        lines = proc.stdout.splitlines()
+        k, chains = 0, []
+        for a in chunk:
+            if k >= len(lines) or not _same_address(lines[k], a):
+                return None
+            k += 1
+            chain = []
+            while k + 1 < len(lines) and not _same_address(lines[k], None):
+                function, where = lines[k].strip(), lines[k + 1].strip()
+                k += 2
+                where = _DISCRIMINATOR.sub("", where)
+                m = _LINE.match(where)
+                file = line = None
+                if m and m.group("file") != "??" and int(m.group("line")) > 0:
+                    file, line = m.group("file"), int(m.group("line"))
+                chain.append((None if function in ("", "??") else function,
+                              file, line))
+            chains.append(chain)
+        out.extend(chains)
+    return out
+
+
+_ADDRESS = re.compile(r"0x[0-9a-f]+\Z")
+_DISCRIMINATOR = re.compile(r" \(discriminator \d+\)\Z")
+
+
+def _same_address(text, address):
+    """Whether TEXT is addr2line -a's line for ADDRESS (for None: any)."""
+    if not _ADDRESS.match(text):
+        return False
+    return address is None or int(text, 16) == address
+
+
 _CACHE = {}     # at -> location
+_CHAIN = {}     # at -> binutils' inline chain, where eu-addr2line had no line
 
 
 def locate(ats):
@@ -120,10 +212,21 @@ def locate(ats):
         # the return address is just past the call: its line is the
         # call's when asked one byte earlier (as backtraces do)
         answers = _addr2line(obj, [max(off, 1) - 1 for _, off in items])
+        lineless = [k for k in range(len(items))
+                    if answers is None or answers[k][1] is None]
+        chains = _chains(obj, [max(items[k][1], 1) - 1 for k in lineless]) \
+            if lineless else None
+        for k, chain in zip(lineless, chains or ()):
+            if any(file for _, file, _ in chain):
+                _CHAIN[items[k][0]] = chain
         for k, (at, offset) in enumerate(items):
             function = file = line = None
             if answers is not None:
                 function, file, line = answers[k]
+            chain = _CHAIN.get(at)
+            if file is None and chain:
+                function = function or chain[0][0]
+                _, file, line = chain[0]
             if file is None:
                 _CACHE[at] = _plain(obj, offset, function)
                 continue
@@ -138,3 +241,64 @@ def locate(ats):
 def location(at):
     """The location of one `at` field; None when it is not one."""
     return locate([at]).get(at) if at else None
+
+
+# a Go function of the runtime, whose file names the Go root's src/
+_GO_RUNTIME = re.compile(r"(?:internal/)?runtime[./]")
+
+
+def _go_src(locs):
+    """The src/ directory of the Go toolchain that built the program,
+    from a frame in its runtime (every system call of Go passes through
+    one), else None."""
+    for loc in locs:
+        if loc and loc["file"] and loc["function"] and \
+                _GO_RUNTIME.match(loc["function"]):
+            path = loc["file"]
+            for part in ("/src/internal/runtime/", "/src/runtime/"):
+                if part in path:
+                    return path[:path.index(part) + len("/src/")]
+    return None
+
+
+def site(rec):
+    """The location of the call record REC that is the program's: of
+    its frames (frames()), the first with a source line outside Go's
+    standard library (in a Go standard function inlined into the
+    program, the program's line of the inline chain), else the
+    innermost frame's; None when it has no `at`. Its object and offset
+    are the chosen frame's."""
+    ats = frames(rec)
+    if not ats:
+        return None
+    got = locate(ats)
+    locs = [got.get(at) for at in ats]
+    go_src = _go_src(locs)
+
+    def ours(file):
+        if not file:
+            return False
+        if go_src:
+            path = file if os.path.isabs(file) else os.path.abspath(file)
+            return not path.startswith(go_src)
+        return True
+    for at, loc in zip(ats, locs):
+        if loc is None:
+            continue
+        chain = _CHAIN.get(at)
+        if go_src and chain:
+            # the first entry of the chain in the program: the line
+            # inside it that called the standard function inlined there
+            for function, file, line in chain:
+                if ours(file):
+                    return dict(loc, file=_relative(file), line=line,
+                                function=function,
+                                text=_text(file, line, function))
+            continue
+        if ours(loc["file"]):
+            return loc
+    return locs[0]
+
+
+def _text(file, line, function):
+    return f"{os.path.basename(file)}:{line}" + (f" ({function})" if function else "")
