@@ -938,14 +938,16 @@ def line_of(source, text):
     return lines[0]
 
 
-@pytest.mark.parametrize("lang", ["c", "go"])
+@pytest.mark.parametrize("lang", ["c", "c-dynamic", "go"])
 def test_a_finding_names_its_source_line(tmp_path, request, lang):
     if lang == "go":
         exe, dash = request.getfixturevalue("gowriter"), "-"
         source, call = PROGS / "writer.go", "os.Rename(tmp, target)"
     else:
-        # -g, and static: libc's wrapper has no line, the program has
-        exe = compile_c(tmp_path / "writer", PROGS / "writer.c", "-static", "-g")
+        # -g: the program has lines; a static libc has none, and a
+        # dynamic one's (with libc6-dbg) are passed over
+        exe = compile_c(tmp_path / "writer", PROGS / "writer.c", "-g",
+                        *(["-static"] if lang == "c" else []))
         dash, source, call = "--", PROGS / "writer.c", "rename(tmp, argv[i])"
     proc = cc("audit", "--backend", "syscall", "--out", tmp_path / "out",
               "--", exe, dash + "no-dir-fsync", "{target}", "{new}",

@@ -24,9 +24,10 @@ names, relative to the current directory when it lies under it.
 The system-call backend records where the system call was made (`at`,
 inside libc's or Go's wrapper) and the return addresses of its callers
 (`up`, innermost first). site() picks the frame that is the program's:
-the first with a source line that is not Go's standard library (libc
-here has no debug information, so its frames have none), else the
-innermost. elfutils 0.188 reads no line of Go's DWARF (version 2 line
+the first with a source line that is neither in the C library's objects
+(libc.so.6, the loader, musl's) nor in Go's standard library, else the
+innermost. A static program's libc has no debug information: its
+frames have no line. elfutils 0.188 reads no line of Go's DWARF (version 2 line
 tables, no .debug_aranges): an address eu-addr2line gives no line for is
 asked of binutils' addr2line, whose inline chain (-i) names the
 program's line inside a standard function inlined into it.
@@ -243,6 +244,10 @@ def location(at):
     return locate([at]).get(at) if at else None
 
 
+# the C library's objects: their lines (with Debian's libc6-dbg) are the
+# system call wrappers', or stdio's, never the program's
+_SYSTEM_C = re.compile(r"(?:libc|libpthread|librt|libdl|ld-linux[-\w]*|"
+                       r"ld-musl[-\w]*|libc\.musl[-\w]*)\.so(?:\.[\d.]+)?\Z")
 # a Go function of the runtime, whose file names the Go root's src/
 _GO_RUNTIME = re.compile(r"(?:internal/)?runtime[./]")
 
@@ -263,8 +268,8 @@ def _go_src(locs):
 
 def site(rec):
     """The location of the call record REC that is the program's: of
-    its frames (frames()), the first with a source line outside Go's
-    standard library (in a Go standard function inlined into the
+    its frames (frames()), the first with a source line outside the C
+    library's objects and Go's standard library (in a Go standard function inlined into the
     program, the program's line of the inline chain), else the
     innermost frame's; None when it has no `at`. Its object and offset
     are the chosen frame's."""
@@ -275,8 +280,8 @@ def site(rec):
     locs = [got.get(at) for at in ats]
     go_src = _go_src(locs)
 
-    def ours(file):
-        if not file:
+    def ours(file, obj=None):
+        if not file or (obj and _SYSTEM_C.match(os.path.basename(obj))):
             return False
         if go_src:
             path = file if os.path.isabs(file) else os.path.abspath(file)
@@ -295,7 +300,7 @@ def site(rec):
                                 function=function,
                                 text=_text(file, line, function))
             continue
-        if ours(loc["file"]):
+        if ours(loc["file"], loc["object"]):
             return loc
     return locs[0]
 
