@@ -152,3 +152,20 @@ def test_a_cpp_function_is_named_demangled(tmp_path):
     loc = symbols.location(at_of(out, vaddr))
     assert loc["function"] == "store::File::sync", loc
     assert loc["text"] == "ns.cc:4 (store::File::sync)"
+
+
+def test_the_system_call_backends_frames():
+    # "+0x..." is in the object of the frame before
+    rec = {"at": "/gone/libc.so.6+0x1000", "up": ["+0x2000", "/gone/prog+0x10",
+                                                  "+0x20"]}
+    assert symbols.frames(rec) == ["/gone/libc.so.6+0x1000",
+                                   "/gone/libc.so.6+0x2000",
+                                   "/gone/prog+0x10", "/gone/prog+0x20"]
+    assert symbols.frames({"at": "/gone/prog+0x10"}) == ["/gone/prog+0x10"]
+    assert symbols.frames({}) == []
+    # no line anywhere: the first frame outside the C library
+    loc = symbols.site(rec)
+    assert (loc["object"], loc["offset"]) == ("/gone/prog", "0x10")
+    only_libc = {"at": "/gone/libc.so.6+0x1000", "up": ["+0x2000"]}
+    assert symbols.site(only_libc)["offset"] == "0x1000"
+    assert symbols.site({"call": "write"}) is None

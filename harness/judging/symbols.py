@@ -25,8 +25,9 @@ The system-call backend records where the system call was made (`at`,
 inside libc's or Go's wrapper) and the return addresses of its callers
 (`up`, innermost first). site() picks the frame that is the program's:
 the first with a source line that is neither in the C library's objects
-(libc.so.6, the loader, musl's) nor in Go's standard library, else the
-innermost. A static program's libc has no debug information: its
+(libc.so.6, the loader, musl's) nor in Go's standard library; else the
+first outside the C library (a program without debug information), else
+the innermost. A static program's libc has no debug information: its
 frames have no line. elfutils 0.188 reads no line of Go's DWARF (version 2 line
 tables, no .debug_aranges): an address eu-addr2line gives no line for is
 asked of binutils' addr2line, whose inline chain (-i) names the
@@ -269,10 +270,12 @@ def _go_src(locs):
 def site(rec):
     """The location of the call record REC that is the program's: of
     its frames (frames()), the first with a source line outside the C
-    library's objects and Go's standard library (in a Go standard function inlined into the
-    program, the program's line of the inline chain), else the
-    innermost frame's; None when it has no `at`. Its object and offset
-    are the chosen frame's."""
+    library's objects and Go's standard library (in a Go standard
+    function inlined into the program, the program's line of the inline
+    chain); else the first frame outside the C library (a program
+    without debug information: its object and offset), else the
+    innermost; None when it has no `at`. Its object and offset are the
+    chosen frame's."""
     ats = frames(rec)
     if not ats:
         return None
@@ -301,6 +304,11 @@ def site(rec):
                                 text=_text(file, line, function))
             continue
         if ours(loc["file"], loc["object"]):
+            return loc
+    # no line of the program's: its first frame outside the C library
+    # (a program without debug information), else the innermost
+    for loc in locs:
+        if loc is not None and not _SYSTEM_C.match(os.path.basename(loc["object"])):
             return loc
     return locs[0]
 
