@@ -71,7 +71,7 @@ uninstall:
 ifdef SANITIZE
 check: export ASAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
 check: export UBSAN_OPTIONS ?= abort_on_error=1:handle_sigbus=0
-check: export CRASHCHECK_SANITIZED = $(SANITIZE)
+check: export SANITIZED_CHECK = $(SANITIZE)
 endif
 
 check: all

@@ -17,12 +17,12 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under `make check SANITIZE=...` (which exports CRASHCHECK_SANITIZED),
+    """Under `make check SANITIZE=...` (which exports SANITIZED_CHECK),
     the tests marked `plain` are skipped: they compare the harness's ways
     of judging over a whole corpus, at minutes each, and a sanitized build
     of the programs they run adds nothing the other tests do not already
     run sanitized. CI's plain pass runs them."""
-    sanitized = os.environ.get("CRASHCHECK_SANITIZED")
+    sanitized = os.environ.get("SANITIZED_CHECK")
     if not sanitized:
         return
     skip = pytest.mark.skip(reason=f"a plain test, and this build is sanitized "
