@@ -545,9 +545,9 @@ def _lost_changes(st):
     entries that state lost, that is the one that mattered."""
     lost = [_change_fields(c) for c in getattr(st, "lost", None) or ()]
     check = getattr(st, "check", None)
-    said = getattr(check, "output", "") or "" if check is not None else ""
-    if not said or check.ok:
+    if check is None or check.ok or not check.output:
         return lost
+    said = check.output
 
     def named(name):
         return bool(name) and re.search(
