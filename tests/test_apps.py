@@ -492,3 +492,45 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     failed = got["git-write(.git/logs/HEAD)#1=EIO"]
     assert failed["verdict"] == "ok" and failed["exit"]["status"] == 128, \
         failed
+
+
+def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):
+    """The Mercurial recipe's checker runs hg's commands in one Python
+    process (hg's own dispatcher): a sound repository at "old" passes
+    only while the run had not finished, at "new" always; a corrupt
+    changelog and a working directory whose parent the store does not
+    hold fail, each with what hg said."""
+    need("hg")
+    hgdir = RECIPES / "hg"
+
+    def check(repo, expect):
+        env = {**os.environ, "CRASHCHECK_EXPECT": expect}
+        r = subprocess.run([str(hgdir / "check")], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout.strip()
+
+    old = tmp_path / "old"
+    old.mkdir()
+    subprocess.run([str(hgdir / "setup")], cwd=old, check=True,
+                   capture_output=True)
+    new = tmp_path / "new"
+    subprocess.run(["cp", "-a", str(old), str(new)], check=True)
+    subprocess.run([str(hgdir / "driver")], cwd=new, check=True)
+    assert check(old, "old-or-new") == (0, "")
+    assert check(old, "new") == (1, "tip is 'old' (CRASHCHECK_EXPECT=new)")
+    assert check(new, "new") == (0, "")
+
+    torn = tmp_path / "torn"
+    subprocess.run(["cp", "-a", str(new), str(torn)], check=True)
+    os.truncate(torn / ".hg/store/00changelog.i", 100)
+    assert check(torn, "old-or-new") == (
+        1, "hg verify failed: abort: index 00changelog is corrupted")
+
+    # the dirstate of "new" over the store of "old"
+    mixed = tmp_path / "mixed"
+    subprocess.run(["cp", "-a", str(old), str(mixed)], check=True)
+    (mixed / ".hg/dirstate").write_bytes((new / ".hg/dirstate").read_bytes())
+    status, said = check(mixed, "old-or-new")
+    assert status == 1 and re.fullmatch(
+        r"hg log warns: warning: ignoring unknown working parent "
+        r"[0-9a-f]{12}!", said), said
