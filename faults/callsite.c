@@ -9,9 +9,13 @@
  * tables; a program makes most of its calls from a few places in a few
  * objects, so the loadable segment an address was found in is kept
  * (SITE_NR of them, per process) and an address in a kept segment costs
- * a few comparisons. A miss asks dl_iterate_phdr(), which reads the
- * loader's list in memory: no system call, but the main program's path,
- * which the loader does not name, is /proc/self/exe's, read once.
+ * a few comparisons. The segments' bounds are kept apart from their
+ * paths, all in half a kilobyte: a process forked from the fork server
+ * starts with cold caches and TLB, and a scan over sixteen entries of a
+ * page each (bounds and path together) cost more than the rest of the
+ * call. A miss asks dl_iterate_phdr(), which reads the loader's list in
+ * memory: no system call, but the main program's path, which the loader
+ * does not name, is /proc/self/exe's, read once.
  *
  * A dlclose() may unmap an object and a later dlopen() put another one
  * at the same addresses: preload.c's dlclose wrapper calls
@@ -36,8 +40,8 @@ static struct site_ent {
 	uint64_t gen;		/* site_gen when filled; another = empty */
 	uintptr_t lo, hi;	/* the loadable segment: [lo, hi) */
 	uintptr_t base;		/* the object's load base (dlpi_addr) */
-	char path[CC_PATH_MAX];	/* the object's absolute path */
 } site[SITE_NR];
+static char site_path[SITE_NR][CC_PATH_MAX];	/* each object's absolute path */
 
 static bool site_lock(void)
 {
@@ -119,7 +123,8 @@ bool cc_callsite(const void *at, char *buf, size_t size)
 			struct site_ent *e = &site[i];
 
 			if (e->gen == gen + 1 && a >= e->lo && a < e->hi) {
-				bool ok = site_format(buf, size, e->path, a - e->base);
+				bool ok = site_format(buf, size, site_path[i],
+						      a - e->base);
 
 				site_unlock();
 				return ok;
@@ -131,14 +136,15 @@ bool cc_callsite(const void *at, char *buf, size_t size)
 	dl_iterate_phdr(find_object, &l);
 	if (locked) {
 		if (l.found) {
-			struct site_ent *e = &site[site_next++ % SITE_NR];
+			unsigned i = site_next++ % SITE_NR;
+			struct site_ent *e = &site[i];
 
 			/* gen + 1: a slot never filled (gen 0) is empty */
 			e->gen = gen + 1;
 			e->lo = l.lo;
 			e->hi = l.hi;
 			e->base = l.base;
-			memcpy(e->path, l.path, sizeof(e->path));
+			memcpy(site_path[i], l.path, sizeof(site_path[i]));
 		}
 		site_unlock();
 	}
