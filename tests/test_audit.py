@@ -307,7 +307,7 @@ def test_merge_exit_1_on_findings(tmp_path):
 
 def test_replay_of_a_call_on_a_file_with_a_random_name(tmp_path):
     """sed's temp file is named at random (mkstemp): the case names its
-    calls by what three recorded runs' names share, and replay records
+    calls by what five recorded runs' names share, and replay records
     them again the same way to find the case."""
     r = cc("audit", "--out", tmp_path / "out", "--old", SED_OLD,
            "--new", SED_NEW, "--model", "posix", "--", *SED)
@@ -334,7 +334,7 @@ def test_sed_audit_matches_readme(tmp_path):
     s = doc["summary"]
     failed = {(c["id"], c["verdict"]) for c in doc["cases"] if not c["passed"]}
     # sed's temp file has a random name (mkstemp): its calls are named by
-    # what the names of three recorded runs share
+    # what the names of five recorded runs share
     assert failed == {
         ("sed-baseline", "not-durable"),
         ("sed-powerloss@exit-posix", "not-durable"),

@@ -375,3 +375,41 @@ def test_a_name_that_differs_in_a_number_is_any_number():
     assert coords.generalize(["sedmOTy6p", "sedAb12Cd", "sedx9z12q"]) == \
         "sed??????"
     assert coords.generalize(["a.38.tmp", "a.381.tmp"]) == "a.*.tmp"
+
+
+# a writer through a temp file with a random name whose first random
+# character is 'q' in its first three runs (its counter file, $1, counts
+# them): random names sometimes share a character by chance
+RANDOM_Q = r"""
+set -e
+n=$(cat "$1" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$1"
+case $n in
+0 | 1 | 2) c=q ;;
+*) c=$(printf %s abcdefghijklmnoprstuvwxyz | cut -c$((n % 25 + 1))) ;;
+esac
+name=tmp$c$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+cat "$3" > "$name"
+mv "$name" "$2"
+"""
+
+
+def test_a_character_random_names_share_by_chance_is_not_their_glob(tmp_path):
+    """A file named at random gets its glob from what its names share in
+    the recorded runs: when the first three runs' names share a random
+    character ('tmpq...'), the later runs show it is not part of the
+    name, and every case aimed at the file fires (three runs gave
+    Mercurial's temp file such a glob, and eleven harness-errors)."""
+    prog = tmp_path / "random-q.sh"
+    prog.write_text(RANDOM_Q)
+    sp = spec(tmp_path / "randomq.toml", "randomq",
+              ["/bin/sh", str(prog), str(tmp_path / "runs"), "{target}",
+               "{new}"], None, [5])
+    r = sweep(sp, "--out", tmp_path / "out", "--model", "posix")
+    doc = results(tmp_path / "out")
+    errors = [c["id"] for c in doc["cases"] if c["verdict"] == "harness-error"]
+    assert not errors, errors
+    ids = [c["id"] for c in doc["cases"]]
+    assert any("(tmp?????????????)" in i for i in ids), ids
+    assert not any("tmpq" in i for i in ids), ids
+    assert r.returncode in (0, 1), r.stdout + r.stderr

@@ -924,6 +924,7 @@ def parse_size(text):
 
 WORK_PREFIX = "crashcheck-work-"
 AGAIN = ".again"     # a combo's other recorded runs, beside its first
+RANDOM_RUNS = 5      # recorded runs in all of a combo whose names change
 
 
 def record_again(combo, out, settings, how="preload"):
@@ -933,9 +934,14 @@ def record_again(combo, out, settings, how="preload"):
     to run); ([], {}) where there is nothing to compare (a skipped
     baseline, one that shows nothing). A program whose threads or
     processes race makes its calls otherwise from run to run, and a case
-    aimed at a call by its number would hit another. One more run, and a
-    third where names change (mkstemp's): two random names may share a
-    character at their start or end by chance, three seldom do."""
+    aimed at a call by its number would hit another. One more run, and
+    RANDOM_RUNS in all where names change (mkstemp's): random names
+    that share a character at their start or end by chance would keep
+    it in their glob, and the cases aimed at the file would never fire.
+    With Python's tempfile names (37 characters) that is one chance in
+    37**(k-1) per end for k runs: three runs gave Mercurial's temp file
+    the glob '.hg/tmpq???????' in a `make apps`, five make it about one
+    in two million."""
     if out.run.skipped or scratch_trouble(out, combo) or escapes(out) or \
             nothing_intercepted(combo, out, how):
         return [], {}
@@ -958,7 +964,7 @@ def record_again(combo, out, settings, how="preload"):
         others = [one_more(1)]
         globs = coords.align([first] + others)
         if globs:
-            others.append(one_more(2))
+            others += [one_more(k) for k in range(2, RANDOM_RUNS)]
             globs = coords.align([first] + others)
     except ScratchFull:
         # the scratch, not the program: the baseline is judged as it is
