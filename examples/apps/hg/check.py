@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+# hg/check.py: the work of hg/check (the checker of examples/apps/hg.toml),
+# which runs it in hg/env's environment, in a crash state's directory.
+# Exit 0 when `hg verify` finds the repository sound and the tip is the
+# commit "old" or "new" with the files it should hold (only "new" once
+# the run had exited 0: CRASHCHECK_EXPECT=new); else one line saying what
+# it found. A lock or a journal a crash left behind is Mercurial's to
+# deal with: hg recover first rolls back an interrupted transaction, as
+# its own message tells a user to.
+#
+# The hg commands run in this one Python process, through Mercurial's own
+# command dispatcher, as `hg` would run them: one interpreter start-up per
+# crash state instead of five (a sweep judges thousands of states).
+import io
+import os
+import sys
+
+from mercurial import dispatch
+
+WANT = {
+    "old": "README docs/notes.txt src/main.c src/util.c",
+    "new": "README src/main.c src/util.c src/util.h tests/cases.txt",
+}
+
+
+def hg(*args):
+    """(status, stdout, stderr) of one hg command, run in this process."""
+    out, err = io.BytesIO(), io.BytesIO()
+    req = dispatch.request([a.encode() for a in args], fin=io.BytesIO(),
+                           fout=out, ferr=err, fmsg=err)
+    status = dispatch.dispatch(req)
+    return (status or 0, out.getvalue().decode("utf-8", "replace"),
+            err.getvalue().decode("utf-8", "replace"))
+
+
+def first(text):
+    lines = [x for x in text.splitlines() if x.strip()]
+    return lines[0][:200] if lines else ""
+
+
+def fail(message):
+    print(message)
+    sys.exit(1)
+
+
+def main():
+    for lock in (".hg/wlock", ".hg/store/lock"):
+        if os.path.lexists(lock):
+            os.unlink(lock)
+    if os.path.lexists(".hg/store/journal"):
+        status, out, err = hg("recover")
+        if status:
+            fail(f"hg recover failed: {first(out + err)}")
+    status, out, err = hg("verify", "-q")
+    if status:
+        fail(f"hg verify failed: {first(out + err)}")
+    status, tip, warned = hg("log", "-r", "tip", "-T", "{desc}")
+    if status:
+        fail(f"hg log failed: {first(warned)}")
+    # hg reading the repository with a warning (the working directory's
+    # parent names a commit the store does not hold: "ignoring unknown
+    # working parent") is a state hg itself finds inconsistent
+    if warned.strip():
+        fail(f"hg log warns: {first(warned)}")
+    if tip not in WANT:
+        fail(f"tip is '{tip}', not old or new")
+    status, out, err = hg("files", "-r", "tip")
+    files = " ".join(out.split())
+    if files != WANT[tip]:
+        fail(f"tip '{tip}' holds {files}")
+    expect = os.environ.get("CRASHCHECK_EXPECT", "new")
+    if (expect, tip) not in (("new", "new"), ("old-or-new", "old"),
+                             ("old-or-new", "new")):
+        fail(f"tip is '{tip}' (CRASHCHECK_EXPECT={expect})")
+
+
+main()
