@@ -83,9 +83,32 @@ extern struct cc_state cc;
  * this process's memory (the supervisor, which sees every process).
  */
 void cc_env_read(bool shared);
+/* Forget every setting, counter and recorder state of a run, as a new
+ * process starts (cc_env_read to read the next run's): the supervisor's
+ * server, which runs one program after another in one process. The
+ * recorder's descriptors and mappings are closed. */
+void cc_env_reset(void);
+void cc_record_reset(void);
 
 /* CRASHCHECK_SERVE set: serve runs (serve.c); returns only in a run's process */
 void cc_serve(void);
+/* The pieces of a server, for the supervisor's, which serves its runs in
+ * its own process (faults/syscall/supervise.c). cc_serve_open: the
+ * socket of CRASHCHECK_SERVE (checked; the server then dies with its
+ * parent), -1 when it is not set. cc_serve_receive: one request into REQ
+ * (SIZE bytes), its length, 0 at end of file, -1 on error; FDS get its
+ * three descriptors. cc_serve_stdio: FDS made this process's 0, 1 and 2,
+ * and closed; false when one could not be. cc_serve_cgroup: the cgroup
+ * the request's run joins, or NULL. cc_serve_settings: the request's
+ * working directory and variables made this process's; false with ERR
+ * when one could not be. cc_serve_say: a message to the harness. */
+int cc_serve_open(void);
+ssize_t cc_serve_receive(char *req, size_t size, int fds[3]);
+bool cc_serve_stdio(int fds[3]);
+const char *cc_serve_cgroup(char *req, size_t len);
+bool cc_serve_settings(char *req, size_t len, char *err, size_t size);
+void cc_serve_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define CC_SERVE_REQUEST_MAX (64 * 1024)
 
 /* what the recorder snapshots after a call */
 #define SNAP_FILE 1	/* the file the call touched (fd or path) */

@@ -121,6 +121,20 @@ static void parse_trace_full(void)
 	cc.thin_on = true;
 }
 
+void cc_env_reset(void)
+{
+	const char *backend = cc.backend;
+	void (*stop_program)(void) = cc.stop_program;
+
+	if (cc.sh_file)
+		munmap(cc.sh, sizeof(*cc.sh));
+	memset(&cc, 0, sizeof(cc));
+	memset(&local_shared, 0, sizeof(local_shared));
+	cc.backend = backend;
+	cc.stop_program = stop_program;
+	cc_record_reset();
+}
+
 void cc_env_read(bool shared)
 {
 	static char err[256];

@@ -981,10 +981,10 @@ static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
  * process (a program may retry for ever); the harness decides, for a spec
  * that runs on a full disk on purpose expects it.
  */
+static bool noted;	/* cc_note_failure's, once a process */
+
 void cc_note_failure(const struct cc_rec *r, int err)
 {
-	static bool noted;
-
 	if (noted || !cc.note || (err != ENOSPC && err != EDQUOT) || r->fired ||
 	    !r->path[0] || !(cc_under_watch(r->path) || !strcmp(r->path, cc.watch)))
 		return;
@@ -1764,11 +1764,12 @@ static int trace_open(void)
  * program holds almost every descriptor it may, but never so high that the
  * kernel grows a huge descriptor table. Read once per process.
  */
+static int fd_floor = -1;	/* trace_fd_floor's, once read */
+
 static int trace_fd_floor(void)
 {
-	static int floor = -1;
 	struct { uint64_t cur, max; } lim;
-	int f = __atomic_load_n(&floor, __ATOMIC_RELAXED);
+	int f = __atomic_load_n(&fd_floor, __ATOMIC_RELAXED);
 
 	if (f >= 0)
 		return f;
@@ -1776,7 +1777,7 @@ static int trace_fd_floor(void)
 		f = 0;
 	else
 		f = (lim.cur > 1024 ? 1024 : (int)lim.cur) - 64;
-	__atomic_store_n(&floor, f, __ATOMIC_RELAXED);
+	__atomic_store_n(&fd_floor, f, __ATOMIC_RELAXED);
 	return f;
 }
 
@@ -1906,16 +1907,17 @@ static bool trace_write(int fd, uint64_t off, const struct sb *sb)
 			    cc_sys_write_all(fd, sb->buf, sb->len) == 0;
 }
 
+static int emit_warned;	/* emit() said once that a line was lost */
+
 static void emit(struct sb *sb)
 {
-	static int warned;
 	bool done = false;
 	uint64_t off = 0;
 	int fd;
 
 	sb_lit(sb, "\n");
 	if (sb->oom) {
-		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
+		if (!__atomic_exchange_n(&emit_warned, 1, __ATOMIC_SEQ_CST))
 			cc_warn("trace line dropped: out of memory");
 		goto out;
 	}
@@ -1934,7 +1936,7 @@ static void emit(struct sb *sb)
 	if (!done) {
 		fd = trace_open();
 		if (fd < 0 || !trace_write(fd, off, sb)) {
-			if (!__atomic_exchange_n(&warned, 1, __ATOMIC_SEQ_CST))
+			if (!__atomic_exchange_n(&emit_warned, 1, __ATOMIC_SEQ_CST))
 				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
 		}
 		if (fd >= 0)
@@ -1963,6 +1965,31 @@ void cc_after_fork_child(void)
 	for (int i = 0; i < FD_CACHE_NR; i++)
 		fd_cache[i].busy = 0;
 	cc_callsite_after_fork();
+}
+
+void cc_record_reset(void)
+{
+	if (trace_fd >= 0)
+		cc_sys_close(trace_fd);
+	trace_fd = -1;
+	trace_dev = trace_ino = 0;
+	if (tmap)
+		syscall(SYS_munmap, tmap, (long)tmap_len);
+	tmap = NULL;
+	tmap_len = 0;
+	tmap_off = false;
+	trace_busy = known_busy = 0;
+	known_next = 0;
+	memset(known, 0, sizeof(known));
+	for (int i = 0; i < FD_CACHE_NR; i++) {
+		fd_cache[i].busy = 0;
+		fd_cache[i].ok = false;
+		drop_rdfd(&fd_cache[i]);
+	}
+	memset(stored, 0, sizeof(stored));
+	noted = false;
+	emit_warned = 0;
+	trace_pid = 0;
 }
 
 void cc_trace_pid(pid_t pid)

@@ -37,6 +37,11 @@
  * learnt the run's pid. The server dies with the process that started it
  * (PR_SET_PDEATHSIG), even stopped. A program the server cannot stand for is refused:
  * one with a second thread already (a fork keeps only the calling thread).
+ *
+ * The system-call supervisor serves with the same protocol and these
+ * pieces (cc_serve_*), but runs each request in its own process instead
+ * of a fork (faults/syscall/supervise.c). Its "exit PID STATUS" may end
+ * in " last": the server ends after it, and the harness starts another.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,13 +59,10 @@
 
 #include "cc.h"
 
-#define REQUEST_MAX (64 * 1024)
 
 static int serve_fd = -1;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void say(const char *fmt, ...)
+void cc_serve_say(const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -112,6 +114,71 @@ static void join_cgroup(const char *dir)
 	cc_sys_close(fd);
 }
 
+#define CGROUP_VAR "CRASHCHECK_CGROUP="
+
+bool cc_serve_stdio(int fds[3])
+{
+	bool ok = true;
+
+	/* above 2 first, so that no dup2 below overwrites another's source
+	 * (only possible if a constructor closed the server's stdio) */
+	for (int i = 0; i < 3; i++) {
+		int hi = fds[i] <= 2 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 3) : fds[i];
+
+		if (hi != fds[i])
+			close(fds[i]);
+		fds[i] = hi;
+		ok = ok && hi >= 0;
+	}
+	for (int i = 0; i < 3; i++)
+		ok = ok && dup2(fds[i], i) >= 0;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return ok;
+}
+
+const char *cc_serve_cgroup(char *req, size_t len)
+{
+	char *end = req + len;
+
+	for (char *p = req + strlen(req) + 1; p < end; p += strlen(p) + 1)
+		if (!strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)))
+			return p + strlen(CGROUP_VAR);
+	return NULL;
+}
+
+bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
+{
+	char *p = req, *end = req + len;
+
+	if (chdir(req) < 0) {
+		snprintf(err, size, "chdir '%s': %s", req, strerror(errno));
+		return false;
+	}
+	unsetenv("CRASHCHECK_SERVE");
+	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
+		char *eq = strchr(p, '=');
+		int rc;
+
+		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)))
+			continue;
+		if (eq) {
+			*eq = '\0';
+			rc = setenv(p, eq + 1, 1);
+			*eq = '=';
+		} else {
+			rc = unsetenv(p);
+		}
+		if (rc < 0) {
+			snprintf(err, size, "%s %s: %s", eq ? "setenv" : "unsetenv",
+				 p, strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * In the child: take the request's descriptors and settings. A request the
  * child cannot follow ends it with status 2 and a line on its stderr,
@@ -120,47 +187,21 @@ static void join_cgroup(const char *dir)
  */
 static void become_run(char *req, size_t len, int fds[3])
 {
-	char *p = req, *end = req + len;
-	const char *cwd = req;
+	const char *cgroup;
+	char err[256];
 
-	/* above 2 first, so that no dup2 below overwrites another's source
-	 * (only possible if a constructor closed the server's stdio) */
-	for (int i = 0; i < 3; i++) {
-		if (fds[i] <= 2 && (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0)
-			_exit(127);
-	}
-	for (int i = 0; i < 3; i++) {
-		if (dup2(fds[i], i) < 0)
-			_exit(127);
-	}
-	for (int i = 0; i < 3; i++)
-		close(fds[i]);
+	if (!cc_serve_stdio(fds))
+		_exit(127);
 	close(serve_fd);
 	serve_fd = -1;
 	/* first: nothing of the run may start outside its box */
-	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
-		if (!strncmp(p, "CRASHCHECK_CGROUP=", strlen("CRASHCHECK_CGROUP=")))
-			join_cgroup(p + strlen("CRASHCHECK_CGROUP="));
-	}
-	p = req;
+	cgroup = cc_serve_cgroup(req, len);
+	if (cgroup)
+		join_cgroup(cgroup);
 	if (setsid() < 0)
 		cc_die("fork server: setsid: %s", strerror(errno));
-	if (chdir(cwd) < 0)
-		cc_die("fork server: chdir '%s': %s", cwd, strerror(errno));
-	unsetenv("CRASHCHECK_SERVE");
-	for (p += strlen(p) + 1; p < end; p += strlen(p) + 1) {
-		char *eq = strchr(p, '=');
-
-		if (!*p || !strncmp(p, "CRASHCHECK_CGROUP=", strlen("CRASHCHECK_CGROUP=")))
-			continue;
-		if (eq) {
-			*eq = '\0';
-			if (setenv(p, eq + 1, 1) < 0)
-				cc_die("fork server: setenv %s: %s", p, strerror(errno));
-		} else if (unsetenv(p) < 0) {
-			cc_die("fork server: unsetenv %s: %s", p, strerror(errno));
-		}
-	}
+	if (!cc_serve_settings(req, len, err, sizeof(err)))
+		cc_die("fork server: %s", err);
 }
 
 /*
@@ -200,8 +241,7 @@ static int wait_run(pid_t pid)
 	return w < 0 ? 127 << 8 : status;
 }
 
-/* receive one request: its length, 0 at end of file; fds[] get 3 descriptors */
-static ssize_t receive(char *req, size_t size, int fds[3])
+ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 {
 	union {
 		char buf[CMSG_SPACE(3 * sizeof(int))];
@@ -247,16 +287,14 @@ static ssize_t receive(char *req, size_t size, int fds[3])
 	return n;
 }
 
-void cc_serve(void)
+int cc_serve_open(void)
 {
-	static char req[REQUEST_MAX];
 	const char *v = getenv("CRASHCHECK_SERVE");
 	char *end;
 	long fd;
-	int threads;
 
 	if (!v)
-		return;
+		return -1;
 	fd = strtol(v, &end, 10);
 	if (!*v || *end || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0)
 		cc_die("CRASHCHECK_SERVE '%s' is not an open descriptor", v);
@@ -264,20 +302,30 @@ void cc_serve(void)
 	/* a harness killed outright takes its server along, even a stopped
 	 * one (end of file on the socket would need it running) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return serve_fd;
+}
+
+void cc_serve(void)
+{
+	static char req[CC_SERVE_REQUEST_MAX];
+	int threads;
+
+	if (cc_serve_open() < 0)
+		return;
 	threads = thread_count();
 	if (threads < 0) {
-		say("refuse cannot count the program's threads (no /proc?)");
+		cc_serve_say("refuse cannot count the program's threads (no /proc?)");
 		_exit(0);
 	}
 	if (threads != 1) {
-		say("refuse the program has %d threads before main; a fork keeps one",
+		cc_serve_say("refuse the program has %d threads before main; a fork keeps one",
 		    threads);
 		_exit(0);
 	}
-	say("ready %ld", (long)syscall(SYS_getpid));
+	cc_serve_say("ready %ld", (long)syscall(SYS_getpid));
 	for (;;) {
 		int fds[3];
-		ssize_t n = receive(req, sizeof(req), fds);
+		ssize_t n = cc_serve_receive(req, sizeof(req), fds);
 		pid_t pid;
 
 		if (n <= 0)
@@ -291,10 +339,10 @@ void cc_serve(void)
 			close(fds[i]);
 		if (pid < 0) {
 			/* the run did not start; the harness runs it another way */
-			say("fail fork: %s", strerror(errno));
+			cc_serve_say("fail fork: %s", strerror(errno));
 			continue;
 		}
-		say("pid %ld", (long)pid);
-		say("exit %ld %d", (long)pid, wait_run(pid));
+		cc_serve_say("pid %ld", (long)pid);
+		cc_serve_say("exit %ld %d", (long)pid, wait_run(pid));
 	}
 }

@@ -3,7 +3,13 @@ one exec of the program must be the run an exec would have made: the
 same calls counted and faulted, the same trace but for process ids, the
 same files, output, exit status, environment and descriptors. Programs
 it cannot stand for are refused, never served wrong, and a sweep whose
-server goes away goes on exec'ing."""
+server goes away goes on exec'ing.
+
+The system-call supervisor serves runs too, one after another in its own
+process (faults/syscall/supervise.c): what the preload's fork gives for
+free, a fresh process, it must give by forgetting each run's settings,
+counters and recorder state, and the tests marked with both backends
+hold it to the same bar."""
 
 import json
 import os
@@ -31,8 +37,15 @@ def home(tmp_path):
     return d
 
 
-def serve(argv, home, timeout=10):
-    return runner.ForkServer(argv, home=home, timeout=timeout)
+BACKENDS = ["preload", "syscall"]
+
+
+def serve(argv, home, timeout=10, backend="preload"):
+    return runner.ForkServer(argv, home=home, timeout=timeout, backend=backend)
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def settings(scratch):
@@ -88,18 +101,30 @@ def outcome(scratch, run):
                        if p.is_file()})     # not the run's TMPDIR
 
 
-PLANS = [""] + [p for call in ("open", "write", "fsync", "rename")
-                for _, p in sweep.fault_plans(f"{call}#1", calls.table()[call].faults)]
+def plans(backend):
+    """No plan, then every fault class on each call of a replace, the
+    plan of one run after the other's: under the syscall backend its
+    open is an openat, and the loader's opens count before it."""
+    opens = "open#1" if backend == "preload" else "openat(target.tmp)#1"
+    return [""] + [p for call in (opens, "write#1", "fsync#1", "rename#1")
+                   for _, p in sweep.fault_plans(
+                       call, calls.table()[call.split("(")[0].split("#")[0]].faults)] \
+        + [""]
 
 
-def test_a_served_run_is_the_exec_run(tmp_path, home):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_served_run_is_the_exec_run(tmp_path, home, backend):
     """Every fault class on the calls of a replace, served one after the
-    other by one server (a crash kills only its run), against exec."""
+    other by one server (a crash kills only its run), against exec; the
+    last run, with no plan, faults nothing (no rule of the runs before
+    is left), and the server holds no more descriptors than after its
+    first run."""
     old, new = b"old" * 3000, b"new" * 5000
     scratch = tmp_path / "s"
-    server = serve(REPLACE, home)
+    server = serve(REPLACE, home, backend=backend)
+    fds = []
     try:
-        for plan in PLANS:
+        for plan in plans(backend):
             got = {}
             for how in ("exec", "served"):
                 if scratch.exists():
@@ -109,9 +134,11 @@ def test_a_served_run_is_the_exec_run(tmp_path, home):
                 sweep.prepare(scratch, old, new)
                 kw = settings(scratch)
                 if how == "exec":
-                    run = runner.run(REPLACE, plan=plan, timeout=10, **kw)
+                    run = runner.run(REPLACE, plan=plan, timeout=10,
+                                     backend=backend, **kw)
                 else:
                     run = server.run(plan=plan, timeout=10, **kw)
+                    fds.append(fd_count(server.pid))
                 got[how] = outcome(scratch, run)
             assert got["served"] == got["exec"], plan
             # the plans did something: the comparison is not of two no-ops
@@ -119,6 +146,11 @@ def test_a_served_run_is_the_exec_run(tmp_path, home):
                 assert got["served"]["signal"] == signal.SIGKILL
             elif plan.endswith("=EIO"):
                 assert got["served"]["status"] != 0
+                assert b'"fault":' in (scratch / "trace.jsonl").read_bytes()
+            elif not plan:
+                assert got["served"]["status"] == 0
+                assert b'"fault":' not in (scratch / "trace.jsonl").read_bytes()
+        assert fds[-1] == fds[0], fds
     finally:
         server.close()
 
@@ -127,45 +159,68 @@ def py(code):
     return ["/usr/bin/python3", "-I", "-c", code]
 
 
-def test_environment_and_descriptors_are_an_execs(tmp_path, home):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_environment_and_descriptors_are_an_execs(tmp_path, home, backend):
     """The run's variables are its own (the server's gone), and it sees
-    the descriptors an exec'd program sees: the server's socket closed.
+    the descriptors, signal dispositions and mask an exec'd program sees:
+    the server's socket closed, nothing the server set up for itself
+    inherited (the supervisor's own handlers, in its second run too).
     Both carry the session's token (contain.py), and nothing else of
     ours without a plan."""
-    argv = py("import os\n"
+    argv = py("import os, sys\n"
               "print(sorted((k, v) for k, v in os.environ.items()"
               " if k.startswith('CRASHCHECK') and k != 'CRASHCHECK_SESSION'))\n"
               "print(len(os.environ.get('CRASHCHECK_SESSION', '')))\n"
               "print(sorted(os.listdir('/proc/self/fd')))\n"
-              "print(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())")
+              "print(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())\n"
+              "print([l for l in open('/proc/self/status')"
+              " if l.startswith(('SigIgn', 'SigBlk'))])\n"
+              "print(os.getcwd(), os.environ.get('TMPDIR'))")
     (tmp_path / "s" / sweep.WORK).mkdir(parents=True)
     (tmp_path / "s" / "snaps").mkdir()
     kw = settings(tmp_path / "s")
-    exec_run = runner.run(argv, plan="fsync#9=EIO", timeout=30, **kw)
-    server = serve(argv, home, timeout=30)
+    exec_run = runner.run(argv, plan="fsync#9=EIO", timeout=30,
+                          backend=backend, **kw)
+    exec_bare = runner.run(argv, cwd=kw["cwd"], timeout=30, backend=backend,
+                           extra={"TMPDIR": str(tmp_path)})
+    server = serve(argv, home, timeout=30, backend=backend)
     try:
         served = server.run(plan="fsync#9=EIO", timeout=30, **kw)
         # and the next run's settings replace the last one's
-        served_bare = server.run(cwd=kw["cwd"], timeout=30)
+        served_bare = server.run(cwd=kw["cwd"], timeout=30,
+                                 extra={"TMPDIR": str(tmp_path)})
     finally:
         server.close()
     assert exec_run.status == 0, exec_run.stderr
-    assert served.stdout == exec_run.stdout
+
+    def told(run):
+        lines = run.stdout.splitlines()
+        if backend == "syscall":
+            # an exec'd supervisor leads the session, a served run's
+            # program does (as under the preload, exec'd or served)
+            del lines[3]
+        return lines
+    assert told(served) == told(exec_run)
+    assert told(served_bare) == told(exec_bare)
     assert b"CRASHCHECK_SERVE" not in served.stdout
-    assert b"fsync#9=EIO" in served.stdout
+    # the preload reads its plan in the program, the supervisor in itself
+    assert (b"fsync#9=EIO" in served.stdout) == (backend == "preload")
     assert b"True True" in served.stdout
     assert served_bare.stdout.splitlines()[0] == b"[]"
-    assert served_bare.stdout.splitlines()[1] == b"32"
+    # the supervisor passes the program none of our variables
+    assert served_bare.stdout.splitlines()[1] == \
+        (b"32" if backend == "preload" else b"0")
 
 
-def test_time_limit_kills_the_runs_group(tmp_path, home):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_time_limit_kills_the_runs_group(tmp_path, home, backend):
     pidfile = tmp_path / "bg"
     argv = ["/bin/sh", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 60"]
-    server = serve(argv, home)
+    server = serve(argv, home, backend=backend)
     try:
         run = server.run(cwd=tmp_path, timeout=0.5)
         # the server is free again
-        quick = serve(["/bin/true"], home)
+        quick = serve(["/bin/true"], home, backend=backend)
         quick.close()
     finally:
         server.close()
@@ -198,13 +253,14 @@ def gone(pid, within=10):
     return False
 
 
-def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home, backend):
     """Interrupted after asking for a run and before learning its pid,
     the harness can only close the socket: the server then kills the
     run's group and ends."""
     pidfile = tmp_path / "pid"
     argv = ["/bin/sh", "-c", f"echo $$ > {pidfile}; sleep 300 & wait"]
-    server = serve(argv, home)
+    server = serve(argv, home, backend=backend)
     server_pid = server.pid
     with runner._capture_file("o") as out:
         socket.send_fds(server._sock, [os.fsencode(str(tmp_path))],
@@ -218,6 +274,26 @@ def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home):
         assert time.monotonic() - start < runner.CLOSE_WAIT
     assert gone(int(pidfile.read_text()))
     assert gone(server_pid)
+
+
+def test_a_supervised_run_that_leaves_a_process_ends_its_server(tmp_path, home):
+    """A process of the run still followed when the run ends (it outlived
+    its grace) is left as an exec'd supervisor leaves it, for the box to
+    name and kill; the server, whose tracee it still is, ends with the
+    run's answer, and the next run needs another server."""
+    argv = ["/bin/sh", "-c", "sleep 30 & echo started"]
+    exec_run = runner.run(argv, cwd=tmp_path, timeout=30, backend="syscall")
+    server = serve(argv, home, backend="syscall")
+    try:
+        served = server.run(cwd=tmp_path, timeout=30)
+        assert server.closed and server.pid is None
+        with pytest.raises(runner.ServerUnavailable):
+            server.run(cwd=tmp_path, timeout=30)
+    finally:
+        server.close()
+    for run in (exec_run, served):
+        assert (run.status, run.stdout) == (0, b"started\n")
+        assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 30)"]
 
 
 def build(tmp_path, name, source, *flags):
@@ -290,11 +366,12 @@ def sweep_results(out, *extra):
                 for c in json.load(fh)["cases"]}
 
 
-def test_forked_and_execd_sweeps_agree(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forked_and_execd_sweeps_agree(tmp_path, backend):
     """Three buggy workloads, every strategy and fault class: each case's
     verdict, finding, output and trace excerpt the same both ways."""
-    forked = sweep_results(tmp_path / "forked")
-    execd = sweep_results(tmp_path / "execd", "--exec-each")
+    forked = sweep_results(tmp_path / "forked", "--backend", backend)
+    execd = sweep_results(tmp_path / "execd", "--exec-each", "--backend", backend)
     assert forked.keys() == execd.keys()
     assert [i for i in forked if forked[i] != execd[i]] == []
     # findings among them: the comparison is of verdicts that say something
@@ -323,7 +400,7 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         first = judge.execute(mine[0])
         server = judge._server
         key = judge._server_key
-        assert server is not None and key == tuple(sweep.argv_of(judge.combos[combo]))
+        assert server is not None and key == ("preload", *sweep.argv_of(judge.combos[combo]))
         # started where its runs work, as an exec'd run starts
         assert os.readlink(f"/proc/{server.pid}/cwd") == \
             str(judge._scratch / sweep.WORK)

@@ -123,16 +123,19 @@ def daemon_script(marker):
             f'exit 0\n')
 
 
+@pytest.mark.parametrize("backend", ["preload", "syscall"])
 @pytest.mark.parametrize("extra", [[], ["--exec-each"]], ids=["forked", "exec"])
 def test_a_daemon_is_named_and_killed_and_its_case_cannot_pass(tmp_path, mode,
-                                                               extra):
+                                                               extra, backend):
     """A program that leaves a daemon (double fork + setsid, out of its
     process group) whenever it gets past its copy: each such case is a
     harness-error that names it (the baseline, the power-loss cases built
     on it, every fault case it survived), and none of the daemons is left
-    running, in a cgroup or in the fallback, forked from the fork server
-    or exec'd."""
-    marker = f"1000.{os.getpid()}{len(extra)}{len(mode['CRASHCHECK_CONTAIN'])}"
+    running, in a cgroup or in the fallback, served (forked from the fork
+    server, or run by the supervisor's) or exec'd, under either backend."""
+    extra = [*extra, "--backend", backend]
+    marker = f"1000.{os.getpid()}{len(extra)}{len(mode['CRASHCHECK_CONTAIN'])}" \
+        f"{len(backend)}"
     spec = write_spec(tmp_path / "d.toml", "daemon",
                       ["/bin/sh", "-c", daemon_script(marker), "{target}",
                        "{new}"])

@@ -55,11 +55,16 @@
  * tracer). The supervisor dies
  * with its parent, and the program's first process with the supervisor
  * (PR_SET_PDEATHSIG).
+ *
+ * With CRASHCHECK_SERVE set it is a server of the same command line's
+ * runs (faults/serve.c's protocol, serve() below): exec'd once, it runs
+ * them one after another in its own process, each program exec'd afresh.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -118,12 +123,14 @@ static void start_grace(void)
 		grace_over = 1;
 }
 
+/* the handler stays: a served run's program must not inherit SIGALRM
+ * ignored, and an alarm still on its way only sets grace_over, which the
+ * next run starts without */
 static void end_grace(void)
 {
 	struct itimerval none = { { 0, 0 }, { 0, 0 } };
 
 	setitimer(ITIMER_REAL, &none, NULL);
-	signal(SIGALRM, SIG_IGN);
 }
 
 /* ---- threads and processes ---------------------------------------------- */
@@ -852,30 +859,56 @@ static struct start {
 	const char *path;	/* the program's file */
 	char **argv, **envp;
 	struct sock_fprog filter;
+	char *cgroup_procs;	/* a served run's cgroup.procs to join, or NULL */
+	bool new_session;	/* a served run: a session of its own */
 	int go, report;		/* the child's ends of the two pipes */
 	int go_ours, report_ours;	/* the supervisor's ends: closed in the child */
 } start;
 
+/* what the child reports when it could not start the program */
+struct start_error {
+	int stage;		/* START_EXEC or START_CGROUP */
+	int err;		/* an errno */
+};
+#define START_EXEC 0		/* the filter, or the exec */
+#define START_CGROUP 1		/* joining the run's cgroup */
+
 static int child(void *arg)
 {
 	struct start *s = arg;
-	long err;
+	struct start_error e = { START_EXEC, 0 };
+	long err = 0;
 	char c;
-	int e;
 
 	raw(SYS_close, s->go_ours, 0, 0);
 	raw(SYS_close, s->report_ours, 0, 0);
 	raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0);
+	if (s->new_session)
+		raw(SYS_setsid, 0, 0, 0);
 	/* wait until the supervisor has attached: it closes its end */
 	while (raw(SYS_read, s->go, (long)&c, 1) == -EINTR)
 		;
-	err = raw(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0);
+	if (s->cgroup_procs) {
+		/* the run's box, before the program can start anything */
+		long fd = raw(SYS_openat, AT_FDCWD, (long)s->cgroup_procs,
+			      O_WRONLY | O_CLOEXEC);
+
+		err = fd < 0 ? fd : raw(SYS_write, fd, (long)"0", 1);
+		if (fd >= 0)
+			raw(SYS_close, fd, 0, 0);
+		if (err > 0)
+			err = 0;
+		else
+			e.stage = START_CGROUP;
+	}
+	if (!err)
+		err = raw(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0);
 	if (!err)
 		err = raw(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&s->filter);
 	if (!err)
 		err = raw(SYS_execve, (long)s->path, (long)s->argv, (long)s->envp);
 	/* through the pipe: a write to stderr would be a traced call */
-	e = (int)-err;
+	e.err = (int)-err;
 	raw(SYS_write, s->report, (long)&e, sizeof(e));
 	raw(SYS_exit_group, 127, 0, 0);
 	return 127;
@@ -910,41 +943,65 @@ static void usage(void)
 /* the child's stack, until it execs: the raw calls above need little */
 #define CHILD_STACK (64 * 1024)
 
-int main(int argc, char **argv)
+/* a served run's harness is gone (end of file on the socket, SIGIO) */
+static volatile sig_atomic_t serve_hangup;
+static int serve_fd = -1;
+
+static void on_io(int sig)
 {
-	int go[2], report[2], status = 0, main_status = 0, err;
+	(void)sig;
+	serve_hangup = 1;
+}
+
+/* the harness went away during a served run: nothing of it may go on */
+static void __attribute__((noreturn)) abandon(void)
+{
+	stop_program();
+	_exit(0);
+}
+
+/* whether a process of a run is still followed */
+static bool tasks_left(void)
+{
+	for (int i = 0; i < TASK_HASH; i++)
+		if (task_hash[i])
+			return true;
+	return false;
+}
+
+/*
+ * One run of the program ARGV under the filter, to its end: its wait
+ * status, or an exit status of 127 or 126 when it could not be started
+ * (said on stderr, as a shell would). PID_OUT: the program's first
+ * process, as soon as it is known (a served run's "pid" message).
+ * CGROUP: a cgroup directory its first process joins before it execs,
+ * or NULL; SERVED: it gets a session of its own, and the harness's end
+ * of the socket is watched.
+ */
+static int run_program(char **argv, const char *cgroup, bool served)
+{
+	int go[2], report[2], status = 0, main_status = 0;
+	struct start_error e;
 	bool main_ended = false;
-	scmp_filter_ctx ctx;
 	struct task *t;
 	char *stack;
 	ssize_t n;
 	pid_t pid;
 
-	if (argc > 1 && !strcmp(argv[1], "--")) {
-		argv++;
-		argc--;
-	}
-	if (argc < 2 || !argv[1][0])
-		usage();
-	argv++;
-	prog_name = argv[0];
-
-	/* we die with whoever started us, and the program with us (its
-	 * descendants are the runner's box's) */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	cc.backend = "syscall";
-	cc.stop_program = stop_program;
-	cc_env_read(false);
-	ctx = build_filter();
-	start.filter = export_filter(ctx);
-	seccomp_release(ctx);
+	grace_over = 0;
 	start.path = find_program(prog_name);
 	if (!start.path) {
-		cc_warn("cannot run %s: %s", prog_name, strerror(errno));
-		exit(errno == ENOENT ? 127 : 126);
+		int err = errno;
+
+		cc_warn("cannot run %s: %s", prog_name, strerror(err));
+		return W_EXITCODE(err == ENOENT ? 127 : 126, 0);
 	}
 	start.argv = argv;
 	start.envp = program_env();
+	start.new_session = served;
+	start.cgroup_procs = NULL;
+	if (cgroup && asprintf(&start.cgroup_procs, "%s/cgroup.procs", cgroup) < 0)
+		cc_die("supervise: out of memory");
 
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0)
 		cc_die("supervise: pipe: %s", strerror(errno));
@@ -962,18 +1019,30 @@ int main(int argc, char **argv)
 	close(report[1]);
 	main_pid = pid;
 	if (ptrace(PTRACE_SEIZE, pid, 0, OPTIONS) < 0) {
-		err = errno;
+		int err = errno;
+
 		kill(pid, SIGKILL);
 		cc_die("supervise: cannot trace %s: %s", prog_name, strerror(err));
 	}
 	task_add(pid, proc_new(pid, NULL));
 	close(go[1]);
+	if (served)
+		cc_serve_say("pid %ld", (long)pid);
 
 	for (;;) {
 		int sig, ev;
 
 		if (grace_over)
 			break;
+		if (served && serve_hangup) {
+			struct pollfd p = { serve_fd, POLLIN, 0 };
+
+			/* the harness sends nothing during a run: readable is
+			 * its end of file */
+			serve_hangup = 0;
+			if (poll(&p, 1, 0) > 0)
+				abandon();
+		}
 		pid = waitpid(-1, &status, __WALL);
 		if (pid < 0) {
 			if (errno == EINTR)
@@ -1045,12 +1114,111 @@ int main(int argc, char **argv)
 	/* the child that shared our memory has exec'd or died: its stack
 	 * is ours again */
 	free(stack);
+	free(start.envp);
+	free((char *)start.path);
+	free(start.cgroup_procs);
 
 	/* the program never ran: say why, as a shell would */
-	n = read(report[0], &err, sizeof(err));
-	if (n == sizeof(err)) {
-		cc_warn("cannot run %s: %s", prog_name, strerror(err));
-		exit(err == ENOENT ? 127 : 126);
+	n = read(report[0], &e, sizeof(e));
+	close(report[0]);
+	if (n == sizeof(e) && e.stage == START_CGROUP) {
+		cc_warn("supervise: join cgroup '%s': %s", cgroup, strerror(e.err));
+		return W_EXITCODE(2, 0);
 	}
-	exit_like(status);
+	if (n == sizeof(e)) {
+		cc_warn("cannot run %s: %s", prog_name, strerror(e.err));
+		return W_EXITCODE(e.err == ENOENT ? 127 : 126, 0);
+	}
+	return status;
+}
+
+/*
+ * The server (CRASHCHECK_SERVE, the protocol of faults/serve.c): the
+ * runs of one command line, one after another, each supervised by this
+ * process itself. A fork per run, as the preload's server makes, would
+ * cost what it saves here: on a virtual machine a new address space,
+ * forked or exec'd, is most of a short run's start. So each request's
+ * descriptors become this process's stdio, its directory our working
+ * directory and its variables our environment; the settings, counters
+ * and recorder start afresh (cc_env_reset), and the program is started
+ * as `supervise -- PROGRAM` starts it, in a session and the request's
+ * cgroup of its own. A run that ends with processes of the program
+ * still followed (they outlived its grace, or its first process was
+ * killed) ends the server after its answer ("exit PID STATUS last"):
+ * they are detached as they would be by an exec'd supervisor's exit,
+ * and the harness starts another server for the next run.
+ */
+static void __attribute__((noreturn)) serve(char **argv)
+{
+	static char req[CC_SERVE_REQUEST_MAX];
+	struct sigaction sa;
+
+	/* the program must not inherit the socket (Python's dup2 cleared
+	 * close-on-exec) */
+	if (fcntl(serve_fd, F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(serve_fd, F_SETOWN, getpid()) < 0)
+		cc_die("supervise: CRASHCHECK_SERVE: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_io;		/* no SA_RESTART: waitpid says EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGIO, &sa, NULL) < 0)
+		cc_die("supervise: sigaction: %s", strerror(errno));
+	cc_serve_say("ready %ld", (long)getpid());
+	for (;;) {
+		int fds[3], status, flags;
+		ssize_t len = cc_serve_receive(req, sizeof(req), fds);
+		char err[256];
+
+		if (len <= 0)
+			_exit(len < 0 ? 2 : 0);
+		if (!cc_serve_stdio(fds)) {
+			cc_serve_say("fail stdio: %s", strerror(errno));
+			continue;
+		}
+		if (!cc_serve_settings(req, (size_t)len, err, sizeof(err))) {
+			cc_serve_say("fail %s", err);
+			continue;
+		}
+		cc_env_reset();
+		cc_env_read(false);
+		/* a hang-up from now on interrupts the run's waitpid */
+		serve_hangup = 0;
+		flags = fcntl(serve_fd, F_GETFL);
+		fcntl(serve_fd, F_SETFL, flags | O_ASYNC);
+		status = run_program(argv, cc_serve_cgroup(req, (size_t)len), true);
+		fcntl(serve_fd, F_SETFL, flags);
+		if (tasks_left()) {
+			cc_serve_say("exit %ld %d last", (long)main_pid, status);
+			_exit(0);
+		}
+		cc_serve_say("exit %ld %d", (long)main_pid, status);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	scmp_filter_ctx ctx;
+
+	if (argc > 1 && !strcmp(argv[1], "--")) {
+		argv++;
+		argc--;
+	}
+	if (argc < 2 || !argv[1][0])
+		usage();
+	argv++;
+	prog_name = argv[0];
+
+	/* we die with whoever started us, and the program with us (its
+	 * descendants are the runner's box's) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	cc.backend = "syscall";
+	cc.stop_program = stop_program;
+	ctx = build_filter();
+	start.filter = export_filter(ctx);
+	seccomp_release(ctx);
+	serve_fd = cc_serve_open();
+	if (serve_fd >= 0)
+		serve(argv);
+	cc_env_read(false);
+	exit_like(run_program(argv, NULL, false));
 }

@@ -17,7 +17,8 @@ syscall
     records them. It sees every process and thread of any program, static
     or dynamic, and stdio's own writes (as the write calls they are), but
     not the C library's functions (fwrite, fflush are not system calls),
-    and it costs two stops per traced call and an exec per case.
+    and it costs two stops per traced call and an exec of the program
+    per case (the supervisor itself serves a sweep's cases: ForkServer).
 
 auto picks the preload for a dynamically linked program and the syscall
 backend for one the preload cannot enter: a static ELF file (no program

@@ -599,19 +599,33 @@ class ForkServer:
     capped; a box (contain.Box) that its child joins before the program
     runs.
 
+    backend "syscall": the server is the system-call supervisor, held
+    before it reads its settings (faults/syscall/supervise.c, with the
+    same faults/serve.c); each run is a fork of it that execs the program
+    under its filter, as `supervise -- argv` would. What is saved is the
+    supervisor's own exec and start-up (its filter built once), not the
+    program's.
+
     Only for sweep cases of one command line; ServerUnavailable when the
     program cannot be served (the library did not load, a thread before
     main, a low descriptor limit) or its server went away: the caller
     then runs the case with run().
     """
 
-    def __init__(self, argv, *, home, timeout):
+    def __init__(self, argv, *, home, timeout, backend="preload"):
         """Start argv as a server in the directory `home` (best where its
         runs will work: libraries load there). A program that never
         reaches our library (static) runs there once, as itself, and is
         refused: the caller lays the directory out again. timeout: how
         long it may take to get ready."""
-        check_preloads()
+        self.backend = backend
+        if backend == "syscall":
+            backend_mod.check_supervisor()
+            # the runs exec it: one that is not there is said as run()
+            # says it, by the exec'd run the caller falls back to
+            _check_program(argv[0], home, None)
+        else:
+            check_preloads()
         if not _may_chdir():
             raise ServerUnavailable("not in a single-threaded process")
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -622,6 +636,8 @@ class ForkServer:
         slot = min(soft if soft != resource.RLIM_INFINITY else 1024, 1024) - 65
         self._session = contain.session()
         self.argv = list(argv)
+        server_argv = self.argv if backend != "syscall" else \
+            [str(backend_mod.SUPERVISOR), "--", *self.argv]
         self.pid = None
         self._sock, theirs = socket.socketpair(socket.AF_UNIX,
                                                socket.SOCK_SEQPACKET)
@@ -629,13 +645,13 @@ class ForkServer:
         self._null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         sink = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         try:
-            env = build_env(program=argv[0], cwd=home)
+            env = build_env(program=argv[0], cwd=home, backend=backend)
             env["CRASHCHECK_SERVE"] = str(slot)
             # in its own cgroup (of the session's, so that it goes with
             # them), not in a run's, whose end kills all
             srv = self._session.local().srv
             with contain.inside(srv) if srv else _nothing():
-                proc = _spawn(self.argv, home, env, sink, sink,
+                proc = _spawn(server_argv, home, env, sink, sink,
                               extra=[(os.POSIX_SPAWN_DUP2, theirs.fileno(),
                                       slot)])
             self.pid = proc.pid
@@ -711,7 +727,9 @@ class ForkServer:
                 box.finish()
                 raise
             rc = os.waitstatus_to_exitcode(status)
-            outlived = box.finish(_grace(rc, timed_out))
+            # the supervisor gave the processes it follows their grace
+            outlived = box.finish(0.0 if self.backend == "syscall"
+                                  else _grace(rc, timed_out))
             return _ended(self.argv, rc, timed_out, start, out, err, trace,
                           [] if timed_out else outlived)
 
@@ -745,10 +763,21 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 raise ServerUnavailable("the fork server does not answer") \
                     from None
-        done_pid, status = _answer(done, "exit", 2)
+        last = done.endswith(" last")
+        done_pid, status = _answer(done[:-len(" last")] if last else done,
+                                   "exit", 2)
         if done_pid != pid:
             raise ServerUnavailable(f"unexpected answer {done!r}")
+        if last:
+            # the server ended after this run (processes of it were
+            # still followed: faults/syscall/supervise.c)
+            self.close()
         return status, timed_out
+
+    @property
+    def closed(self):
+        """The server is gone: closed, or it ended after its last run."""
+        return self._sock is None
 
     def close(self):
         """End the server and reap it. End of file on its socket ends

@@ -1673,8 +1673,8 @@ class Judge:
         # caller removes the root at the end); None: a fresh one per case.
         self.scratch_root = None
         self._scratch = self._scratch_combo = None
-        self._server = self._server_key = None    # key: its command line
-        self._unservable = set()    # command lines that cannot be served
+        self._server = self._server_key = None    # key: its backend, command line
+        self._unservable = set()    # keys that cannot be served
         # _lite_key -> [lite or thin runs that stood, that did not]
         self._lite = {}
         self.last_states, self.last_out, self.last_scratch = [], None, None
@@ -2004,9 +2004,7 @@ class Judge:
     def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
-        # the supervisor execs every case: the fork server is the preload's
-        server = self.server_for(combo, scratch) \
-            if case.backend == "preload" else None
+        server = self.server_for(combo, scratch, case.backend)
         try:
             return execute_run(combo, case.plan, scratch,
                                timeout_of(combo, self.settings),
@@ -2133,18 +2131,20 @@ class Judge:
         self._scratch_combo = combo.prefix
         return self._scratch, False
 
-    def server_for(self, combo, scratch):
-        """The fork server of the combo's command line in this process
-        (runner.ForkServer), started on its first case here and kept for
-        the next combos of the same command line (a spec's sizes); None
+    def server_for(self, combo, scratch, backend="preload"):
+        """The fork server of the combo's command line and backend in this
+        process (runner.ForkServer), started on its first case here and
+        kept for the next combos of the same command line (a spec's
+        sizes); None
         where the case is exec'd: --exec-each, a held case (replay runs
         the real thing), a full-disk spec, a fresh scratch per case, or a
         program that cannot be served."""
         # scratch_for gives the others (held, full-disk) a fresh scratch
         if not self.settings.fork_server or scratch != self._scratch:
             return None
-        key = tuple(argv_of(combo))
-        if self._server_key == key:
+        key = (backend, *argv_of(combo))
+        if self._server_key == key and (self._server is None or
+                                        not self._server.closed):
             return self._server
         self.close_server()
         self._server_key = key
@@ -2156,7 +2156,8 @@ class Judge:
         work.mkdir(exist_ok=True)
         try:
             self._server = runner.ForkServer(
-                key, home=work, timeout=timeout_of(combo, self.settings))
+                key[1:], home=work, timeout=timeout_of(combo, self.settings),
+                backend=backend)
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.
