@@ -13,6 +13,7 @@ hold it to the same bar."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -70,6 +71,10 @@ def trace_without_pids(path):
         rec = json.loads(line)
         rec.pop("pid", None)
         rec.pop("ppid", None)
+        if "path" in rec:
+            # a sanitizer's runtime reads /proc/PID/cmdline, which the
+            # system-call backend sees
+            rec["path"] = re.sub(r"^/proc/\d+/", "/proc/PID/", rec["path"])
         if "ino" in rec:
             rec["ino"] = ino(rec["ino"])
         snap = rec.get("snap")
@@ -294,6 +299,25 @@ def test_a_supervised_run_that_leaves_a_process_ends_its_server(tmp_path, home):
     for run in (exec_run, served):
         assert (run.status, run.stdout) == (0, b"started\n")
         assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 30)"]
+
+
+def test_a_supervised_program_gone_is_said_to_the_harness(tmp_path, home):
+    """The supervisor's server execs the program for each run: one that
+    has gone is a "fail" (ServerUnavailable), which the sweep runs again
+    exec'd, where it is said as every run says it."""
+    exe = tmp_path / "prog"
+    shutil.copy("/bin/true", exe)
+    server = serve([str(exe)], home, backend="syscall")
+    try:
+        assert server.run(cwd=tmp_path, timeout=30).status == 0
+        exe.unlink()
+        with pytest.raises(runner.ServerUnavailable,
+                           match=f"cannot run {exe}: No such file"):
+            server.run(cwd=tmp_path, timeout=30)
+    finally:
+        server.close()
+    with pytest.raises(runner.SetupError, match="program not found"):
+        runner.run([str(exe)], cwd=tmp_path, timeout=30, backend="syscall")
 
 
 def build(tmp_path, name, source, *flags):

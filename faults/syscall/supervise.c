@@ -972,11 +972,11 @@ static bool tasks_left(void)
 /*
  * One run of the program ARGV under the filter, to its end: its wait
  * status, or an exit status of 127 or 126 when it could not be started
- * (said on stderr, as a shell would). PID_OUT: the program's first
- * process, as soon as it is known (a served run's "pid" message).
- * CGROUP: a cgroup directory its first process joins before it execs,
- * or NULL; SERVED: it gets a session of its own, and the harness's end
- * of the socket is watched.
+ * (said on stderr, as a shell would). CGROUP: a cgroup directory its
+ * first process joins before it execs, or NULL. SERVED: it gets a
+ * session of its own, the harness is told its pid ("pid PID") and its
+ * end of the socket is watched; a program that is not there is said to
+ * the harness instead ("fail ..."), and the answer is -1.
  */
 static int run_program(char **argv, const char *cgroup, bool served)
 {
@@ -989,10 +989,20 @@ static int run_program(char **argv, const char *cgroup, bool served)
 	pid_t pid;
 
 	grace_over = 0;
+	main_pid = 0;
 	start.path = find_program(prog_name);
+	if (start.path && served && access(start.path, X_OK) < 0) {
+		free((char *)start.path);
+		start.path = NULL;
+	}
 	if (!start.path) {
 		int err = errno;
 
+		if (served) {
+			/* the harness's exec'd run says it its own way */
+			cc_serve_say("fail cannot run %s: %s", prog_name, strerror(err));
+			return -1;
+		}
 		cc_warn("cannot run %s: %s", prog_name, strerror(err));
 		return W_EXITCODE(err == ENOENT ? 127 : 126, 0);
 	}
@@ -1187,6 +1197,8 @@ static void __attribute__((noreturn)) serve(char **argv)
 		fcntl(serve_fd, F_SETFL, flags | O_ASYNC);
 		status = run_program(argv, cc_serve_cgroup(req, (size_t)len), true);
 		fcntl(serve_fd, F_SETFL, flags);
+		if (status < 0)
+			continue;	/* said: "fail" */
 		if (tasks_left()) {
 			cc_serve_say("exit %ld %d last", (long)main_pid, status);
 			_exit(0);
