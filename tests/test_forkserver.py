@@ -58,6 +58,9 @@ def settings(scratch):
                 shared=os.path.join(s, "shared"))
 
 
+PROC_PID = re.compile(r"/proc/\d+/")
+
+
 def trace_without_pids(path):
     """A trace with its process ids left out and its inode numbers
     renumbered in order of appearance: both are the kernel's choice,
@@ -74,7 +77,7 @@ def trace_without_pids(path):
         if "path" in rec:
             # a sanitizer's runtime reads /proc/PID/cmdline, which the
             # system-call backend sees
-            rec["path"] = re.sub(r"^/proc/\d+/", "/proc/PID/", rec["path"])
+            rec["path"] = PROC_PID.sub("/proc/PID/", rec["path"])
         if "ino" in rec:
             rec["ino"] = ino(rec["ino"])
         snap = rec.get("snap")
@@ -386,8 +389,13 @@ def sweep_results(out, *extra):
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with open(out / "results.json") as fh:
-        return {c["id"]: {k: c[k] for k in COMPARED}
-                for c in json.load(fh)["cases"]}
+        cases = json.load(fh)["cases"]
+    for c in cases:
+        # a sanitizer's runtime reads /proc/PID/maps, which the
+        # system-call backend sees
+        c["trace_excerpt"] = [PROC_PID.sub("/proc/PID/", line)
+                              for line in c["trace_excerpt"] or []]
+    return {c["id"]: {k: c[k] for k in COMPARED} for c in cases}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -452,8 +460,13 @@ def audit_results(out, env, *extra):
         capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     with open(out / "results.json") as fh:
-        return {c["id"]: {k: c[k] for k in COMPARED}
-                for c in json.load(fh)["cases"]}
+        cases = json.load(fh)["cases"]
+    for c in cases:
+        # a sanitizer's runtime reads /proc/PID/maps, which the
+        # system-call backend sees
+        c["trace_excerpt"] = [PROC_PID.sub("/proc/PID/", line)
+                              for line in c["trace_excerpt"] or []]
+    return {c["id"]: {k: c[k] for k in COMPARED} for c in cases}
 
 
 # A preload of the user's: a line in $LOADS each time a program named
