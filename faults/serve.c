@@ -59,7 +59,6 @@
 
 #include "cc.h"
 
-
 static int serve_fd = -1;
 
 void cc_serve_say(const char *fmt, ...)

@@ -599,12 +599,14 @@ class ForkServer:
     capped; a box (contain.Box) that its child joins before the program
     runs.
 
-    backend "syscall": the server is the system-call supervisor, held
-    before it reads its settings (faults/syscall/supervise.c, with the
-    same faults/serve.c); each run is a fork of it that execs the program
-    under its filter, as `supervise -- argv` would. What is saved is the
-    supervisor's own exec and start-up (its filter built once), not the
-    program's.
+    backend "syscall": the server is the system-call supervisor
+    (faults/syscall/supervise.c, the protocol of faults/serve.c), which
+    runs the requests one after another in its own process, each an exec
+    of the program under its filter as `supervise -- argv` would make
+    it. What is saved is the supervisor's own exec and start-up, not the
+    program's. A run that leaves processes it still follows ends the
+    server (its answer says "last"): closed then, and the caller starts
+    another.
 
     Only for sweep cases of one command line; ServerUnavailable when the
     program cannot be served (the library did not load, a thread before

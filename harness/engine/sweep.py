@@ -2135,10 +2135,10 @@ class Judge:
         """The fork server of the combo's command line and backend in this
         process (runner.ForkServer), started on its first case here and
         kept for the next combos of the same command line (a spec's
-        sizes); None
-        where the case is exec'd: --exec-each, a held case (replay runs
-        the real thing), a full-disk spec, a fresh scratch per case, or a
-        program that cannot be served."""
+        sizes), started again if it ended after a run; None where the
+        case is exec'd: --exec-each, a held case (replay runs the real
+        thing), a full-disk spec, a fresh scratch per case, or a program
+        that cannot be served."""
         # scratch_for gives the others (held, full-disk) a fresh scratch
         if not self.settings.fork_server or scratch != self._scratch:
             return None
