@@ -449,6 +449,42 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
             shutil.rmtree(j.scratch_root, ignore_errors=True)
 
 
+def test_a_supervisor_server_that_ended_after_a_run_is_started_again(tmp_path):
+    """Under the system-call backend a case that leaves a process ends its
+    server (it still followed it); the next case of the command line gets
+    a new server, not the exec'd way that a lost server earns."""
+    from harness.engine import spec as specmod
+    spec_path = tmp_path / "left.toml"
+    spec_path.write_text(
+        'name = "left"\ndescription = "leaves a sleep"\n'
+        'command = ["/bin/sh", "-c", "cp \\"$1\\" \\"$0\\"; '
+        '(sleep 30 &)", "{target}", "{new}"]\n'
+        'contract = "in-place"\nsizes = [10]\n')
+    specs = [specmod.load(spec_path)]
+    settings = sweep.Settings(out=tmp_path / "out", jobs=1,
+                              backend="syscall")
+    cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
+    judge = sweep.Judge(specs, settings)
+    judge.scratch_root = runner.make_scratch("crashcheck-test-")
+    try:
+        mine = [c for c in cases if c.plan and c.backend == "syscall"][:2]
+        assert len(mine) == 2
+        servers = []
+        for case in mine:
+            result = judge.execute(case)
+            assert result["verdict"] == "harness-error" and \
+                "outlived" in result["finding"], result
+            servers.append(judge._server)
+            assert servers[-1] is not None and servers[-1].closed
+            assert judge._server_key not in judge._unservable
+        assert servers[0] is not servers[1]
+        assert judge._server_key[0] == "syscall"
+    finally:
+        judge.close_server()
+        sweep.remove_work(judge.settings.work_link)
+        shutil.rmtree(judge.scratch_root, ignore_errors=True)
+
+
 def audit_results(out, env, *extra):
     """An audit of a shell that has cat write the target (two processes:
     the shell opens the target, cat writes it)."""
