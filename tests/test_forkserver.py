@@ -191,25 +191,22 @@ def test_environment_and_descriptors_are_an_execs(tmp_path, home, backend):
                           backend=backend, **kw)
     exec_bare = runner.run(argv, cwd=kw["cwd"], timeout=30, backend=backend,
                            extra={"TMPDIR": str(tmp_path)})
+    exec_plain = runner.run(argv, cwd=kw["cwd"], timeout=30, backend=backend)
     server = serve(argv, home, timeout=30, backend=backend)
     try:
         served = server.run(plan="fsync#9=EIO", timeout=30, **kw)
-        # and the next run's settings replace the last one's
+        # and the next run's settings replace the last one's, the
+        # variables it set included
         served_bare = server.run(cwd=kw["cwd"], timeout=30,
                                  extra={"TMPDIR": str(tmp_path)})
+        served_plain = server.run(cwd=kw["cwd"], timeout=30)
     finally:
         server.close()
     assert exec_run.status == 0, exec_run.stderr
-
-    def told(run):
-        lines = run.stdout.splitlines()
-        if backend == "syscall":
-            # an exec'd supervisor leads the session, a served run's
-            # program does (as under the preload, exec'd or served)
-            del lines[3]
-        return lines
-    assert told(served) == told(exec_run)
-    assert told(served_bare) == told(exec_bare)
+    assert served.stdout == exec_run.stdout
+    assert served_bare.stdout == exec_bare.stdout
+    assert served_plain.stdout == exec_plain.stdout
+    assert exec_plain.stdout != exec_bare.stdout
     assert b"CRASHCHECK_SERVE" not in served.stdout
     # the preload reads its plan in the program, the supervisor in itself
     assert (b"fsync#9=EIO" in served.stdout) == (backend == "preload")
@@ -302,6 +299,58 @@ def test_a_supervised_run_that_leaves_a_process_ends_its_server(tmp_path, home):
     for run in (exec_run, served):
         assert (run.status, run.stdout) == (0, b"started\n")
         assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 30)"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_harness_interrupted_as_it_asks_leaves_no_run(tmp_path, home,
+                                                        backend):
+    """^C between the request and the server's "pid": the harness only
+    closes the socket (ForkServer.run's clean-up), which the server may
+    see before it starts the run, or after: either way nothing of the
+    run goes on."""
+    ticks = tmp_path / "ticks"
+    argv = ["/bin/sh", "-c", "while :; do echo x >> ticks; sleep 0.05; done"]
+    server = serve(argv, home, backend=backend)
+    server_pid = server.pid
+
+    def interrupted(timeout):
+        raise KeyboardInterrupt
+    server._receive = interrupted
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        server.run(cwd=tmp_path, timeout=30)
+    assert time.monotonic() - start < runner.CLOSE_WAIT
+    assert gone(server_pid)
+    # whatever it wrote, it writes no more
+    seen = ticks.read_bytes() if ticks.exists() else b""
+    time.sleep(0.3)
+    assert (ticks.read_bytes() if ticks.exists() else b"") == seen
+
+
+def test_a_supervised_run_past_its_limit_ends_as_an_execd_one(tmp_path, home):
+    """A run the recorder stops (its snapshots past CRASHCHECK_LIMIT) is
+    killed with a note, exec'd or served; the server, whose state of the
+    run stopped mid-call, ends with the run's answer."""
+    got = {}
+    server = serve(REPLACE, home, backend="syscall")
+    try:
+        for how in ("exec", "served"):
+            scratch = tmp_path / how
+            scratch.mkdir()
+            sweep.prepare(scratch, b"old" * 3000, b"new" * 5000)
+            kw = settings(scratch)
+            note = scratch / "note"
+            if how == "exec":
+                run = runner.run(REPLACE, timeout=10, backend="syscall",
+                                 limit=100, note=str(note), **kw)
+            else:
+                run = server.run(timeout=10, limit=100, note=str(note), **kw)
+            got[how] = (run.status, run.signal, note.read_text())
+        assert server.closed
+    finally:
+        server.close()
+    assert got["served"] == got["exec"]
+    assert got["exec"][1] == signal.SIGKILL and got["exec"][2].startswith("limit-")
 
 
 def test_a_supervised_program_gone_is_said_to_the_harness(tmp_path, home):

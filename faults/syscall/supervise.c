@@ -95,6 +95,7 @@
 
 static const char *prog_name;	/* argv[0] of the program, for messages */
 static pid_t main_pid;		/* the program's first process */
+static int serve_fd = -1;	/* CRASHCHECK_SERVE's socket, -1 = not a server */
 
 /* how long the program's other processes are followed after its first
  * one exits (contain.py's OUTLIVE_GRACE) */
@@ -272,14 +273,14 @@ void sv_kill(pid_t tgid)
 }
 
 /*
- * cc_stop_run's: every process of the program, wherever its process group
- * is (the supervisor's own group may hold others), killed, and waited for
- * until none is left (a tracee's end comes to its tracer): the run ends
- * with all of it gone, as the runner's box expects of a run it did not
- * have to clean up after. One we have not met yet (a fork whose event is
- * still to come) is a tracee too: killed at its first stop.
+ * Every process of the program, wherever its process group is, killed,
+ * and waited for until none is left (a tracee's end comes to its
+ * tracer): the run ends with all of it gone, as the runner's box expects
+ * of a run it did not have to clean up after. One we have not met yet (a
+ * fork whose event is still to come) is a tracee too: killed at its
+ * first stop.
  */
-static void stop_program(void)
+static void kill_program(void)
 {
 	int status;
 	pid_t pid;
@@ -295,6 +296,23 @@ static void stop_program(void)
 			break;		/* ECHILD: none is left */
 		if (WIFSTOPPED(status))
 			kill(pid, SIGKILL);
+	}
+}
+
+/*
+ * cc_stop_run's (the run's scratch is full, or past its limit): the
+ * program killed, and then cc_stop_run kills the supervisor, which the
+ * harness sees as the run killed by SIGKILL. A server answers that for
+ * the run itself, as its last (the run's state is left where it stopped,
+ * mid-call), and ends: the harness starts another for the next run.
+ */
+static void stop_program(void)
+{
+	kill_program();
+	if (serve_fd >= 0) {
+		/* SIGKILL: the wait status of a process it killed */
+		cc_serve_say("exit %ld %d last", (long)main_pid, SIGKILL);
+		_exit(0);
 	}
 }
 
@@ -860,7 +878,6 @@ static struct start {
 	char **argv, **envp;
 	struct sock_fprog filter;
 	char *cgroup_procs;	/* a served run's cgroup.procs to join, or NULL */
-	bool new_session;	/* a served run: a session of its own */
 	int go, report;		/* the child's ends of the two pipes */
 	int go_ours, report_ours;	/* the supervisor's ends: closed in the child */
 } start;
@@ -883,8 +900,9 @@ static int child(void *arg)
 	raw(SYS_close, s->go_ours, 0, 0);
 	raw(SYS_close, s->report_ours, 0, 0);
 	raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0);
-	if (s->new_session)
-		raw(SYS_setsid, 0, 0, 0);
+	/* a session of its own, as the preload's runs have: a kill(0) of
+	 * the program's is not the supervisor's */
+	raw(SYS_setsid, 0, 0, 0);
 	/* wait until the supervisor has attached: it closes its end */
 	while (raw(SYS_read, s->go, (long)&c, 1) == -EINTR)
 		;
@@ -945,7 +963,6 @@ static void usage(void)
 
 /* a served run's harness is gone (end of file on the socket, SIGIO) */
 static volatile sig_atomic_t serve_hangup;
-static int serve_fd = -1;
 
 static void on_io(int sig)
 {
@@ -956,7 +973,7 @@ static void on_io(int sig)
 /* the harness went away during a served run: nothing of it may go on */
 static void __attribute__((noreturn)) abandon(void)
 {
-	stop_program();
+	kill_program();
 	_exit(0);
 }
 
@@ -972,11 +989,11 @@ static bool tasks_left(void)
 /*
  * One run of the program ARGV under the filter, to its end: its wait
  * status, or an exit status of 127 or 126 when it could not be started
- * (said on stderr, as a shell would). CGROUP: a cgroup directory its
- * first process joins before it execs, or NULL. SERVED: it gets a
- * session of its own, the harness is told its pid ("pid PID") and its
- * end of the socket is watched; a program that is not there is said to
- * the harness instead ("fail ..."), and the answer is -1.
+ * (said on stderr, as a shell would). It leads a session of its own.
+ * CGROUP: a cgroup directory its first process joins before it execs, or
+ * NULL. SERVED: the harness is told its pid ("pid PID") and its end of
+ * the socket is watched; a program that is not there is said to the
+ * harness instead ("fail ..."), and the answer is -1.
  */
 static int run_program(char **argv, const char *cgroup, bool served)
 {
@@ -1008,7 +1025,6 @@ static int run_program(char **argv, const char *cgroup, bool served)
 	}
 	start.argv = argv;
 	start.envp = program_env();
-	start.new_session = served;
 	start.cgroup_procs = NULL;
 	if (cgroup && asprintf(&start.cgroup_procs, "%s/cgroup.procs", cgroup) < 0)
 		cc_die("supervise: out of memory");
@@ -1162,6 +1178,18 @@ static void __attribute__((noreturn)) serve(char **argv)
 {
 	static char req[CC_SERVE_REQUEST_MAX];
 	struct sigaction sa;
+	char **own_env;
+	size_t n = 0;
+
+	/* our environment as we were started: each run's starts from it, and
+	 * not from the last run's (a variable a request set is not the next
+	 * one's) */
+	while (environ[n])
+		n++;
+	own_env = calloc(n + 1, sizeof(*own_env));
+	if (!own_env)
+		cc_die("supervise: out of memory");
+	memcpy(own_env, environ, n * sizeof(*own_env));
 
 	/* the program must not inherit the socket (Python's dup2 cleared
 	 * close-on-exec) */
@@ -1185,16 +1213,23 @@ static void __attribute__((noreturn)) serve(char **argv)
 			cc_serve_say("fail stdio: %s", strerror(errno));
 			continue;
 		}
+		clearenv();
+		for (size_t i = 0; i < n; i++)
+			putenv(own_env[i]);
 		if (!cc_serve_settings(req, (size_t)len, err, sizeof(err))) {
 			cc_serve_say("fail %s", err);
 			continue;
 		}
 		cc_env_reset();
 		cc_env_read(false);
-		/* a hang-up from now on interrupts the run's waitpid */
+		/* a hang-up from now on interrupts the run's waitpid; one
+		 * before (the harness interrupted as it sent the request) is
+		 * end of file already */
 		serve_hangup = 0;
 		flags = fcntl(serve_fd, F_GETFL);
 		fcntl(serve_fd, F_SETFL, flags | O_ASYNC);
+		if (poll(&(struct pollfd){ serve_fd, POLLIN, 0 }, 1, 0) > 0)
+			_exit(0);
 		status = run_program(argv, cc_serve_cgroup(req, (size_t)len), true);
 		fcntl(serve_fd, F_SETFL, flags);
 		if (status < 0)
