@@ -654,16 +654,17 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
 
 
-@pytest.mark.parametrize("extra", [[], ["--exec-each"]])
+@pytest.mark.parametrize("extra", [[], ["--exec-each"], ["--jobs", "1"]])
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130),
                                         (signal.SIGTERM, 128 + 15)])
 def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
                                                              status, extra):
     """^C (to the whole terminal group) or SIGTERM (a CI job cancelled)
-    while fault cases hang, forked or exec'd: the sweep ends at once with
-    128+N, and neither a server nor a run nor a run's child is left.
-    (SIGTERM used to be taken for the waiting case's failure, and the
-    sweep went on.)"""
+    while fault cases hang, forked or exec'd, in a pool or in the sweep's
+    own process (--jobs 1): the sweep ends at once with 128+N, and
+    neither a server nor a run nor a run's child is left. (SIGTERM used
+    to be taken for the waiting case's failure, and the sweep went on:
+    in a pool's worker, then, until 2026-12-05, in a sweep of one job.)"""
     # both name this test's processes alone, whatever else runs
     marker = f"{os.getpid()}.{sig}"
     nap = f"{300 + sig}.{os.getpid()}"

@@ -281,7 +281,9 @@ class Sweep:
         if getattr(self, "_pool", None) is None:
             try:
                 return self.run_case(case)
-            except Exception:
+            except Exception as e:
+                if sweep.stops_sweep(e):
+                    raise
                 import traceback
                 return self.failed(case, traceback.format_exc())
         while case.id not in self._done:

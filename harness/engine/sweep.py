@@ -24,6 +24,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -977,9 +978,20 @@ def _guarded(job, item):
     a pool gives (harness/engine/pool.py), in this process."""
     try:
         return job(item), None
-    except Exception:
+    except Exception as e:
+        if stops_sweep(e):
+            raise
         import traceback
         return None, traceback.format_exc()
+
+
+def stops_sweep(e):
+    """Whether exception E is pytest.exit's, which the plugin raises on
+    SIGTERM and SIGHUP (plugin._terminated) to end the sweep: it derives
+    from Exception, and taken for the failure of the case or baseline
+    it interrupted it would let the sweep go on."""
+    outcomes = sys.modules.get("_pytest.outcomes")
+    return outcomes is not None and isinstance(e, outcomes.Exit)
 
 
 def failure_line(error):
