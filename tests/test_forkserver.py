@@ -715,3 +715,37 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     # and its scratch directories are gone
     assert [d for d in scratch if os.path.exists(d)] == []
     assert not os.path.lexists(tmp_path / "out" / ".work")
+
+
+def test_sigterm_while_the_baselines_record_ends_a_sweep_of_one_job(tmp_path):
+    """SIGTERM while a baseline runs, in a sweep of one job (the baselines
+    recorded in its own process): 143, said as an interruption, not a
+    baseline that could not be recorded; nothing of it left."""
+    nap = f"{400 + signal.SIGTERM}.{os.getpid()}"
+    sleeper = f"sleep\0{nap}\0".encode()
+    spec = tmp_path / "slow.toml"
+    spec.write_text('name = "slow"\ndescription = "a baseline that hangs"\n'
+                    f'command = {json.dumps(["/bin/sh", "-c", f"sleep {nap}", "{target}", "{new}"])}\n'
+                    'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
+    proc = subprocess.Popen(
+        [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
+         str(tmp_path / "out"), "--faults", "baseline,eio", "--jobs", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _marked(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _marked(sleeper), "the baseline never started"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "could not be recorded" not in err
+    deadline = time.monotonic() + 10
+    while _marked(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _marked(sleeper) == []
