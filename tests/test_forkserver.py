@@ -654,6 +654,41 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
 
 
+def hanging_sweep(tmp_path, script, *extra):
+    """`crashcheck run` (baselines and EIO cases) of a spec whose program
+    is `sh -c SCRIPT {target} {new}`, in a session of its own, started."""
+    spec = tmp_path / "hang.toml"
+    spec.write_text('name = "hang"\ndescription = "hangs"\n'
+                    f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
+                    'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
+    return subprocess.Popen(
+        [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
+         str(tmp_path / "out"), "--faults", "baseline,eio", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+
+
+def end_sweep(proc):
+    """A sweep the test left running (it failed): stopped as a user would,
+    then killed."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def until_none(find, seconds):
+    """FIND() again until it finds nothing (a bound against a hang, not a
+    measure); what it found last."""
+    deadline = time.monotonic() + seconds
+    while find() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return find()
+
+
 @pytest.mark.parametrize("extra", [[], ["--exec-each"], ["--jobs", "1"]])
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130),
                                         (signal.SIGTERM, 128 + 15)])
@@ -669,22 +704,13 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
     marker = f"{os.getpid()}.{sig}"
     nap = f"{300 + sig}.{os.getpid()}"
     sleeper = f"sleep\0{nap}\0".encode()
-    script = (f': {marker}; cat "$1" > "$0" || exit 1; '
-              f'if [ -n "$CRASHCHECK_PLAN" ]; then sleep {nap}; fi')
-    spec = tmp_path / "hang.toml"
-    spec.write_text('name = "hang"\ndescription = "hangs under a plan"\n'
-                    f'command = {json.dumps(["/bin/sh", "-c", script, "{target}", "{new}"])}\n'
-                    'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
-    proc = subprocess.Popen(
-        [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
-         str(tmp_path / "out"), "--faults", "baseline,eio", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+    # it hangs under a plan: in its fault cases
+    proc = hanging_sweep(tmp_path, f': {marker}; cat "$1" > "$0" || exit 1; '
+                         f'if [ -n "$CRASHCHECK_PLAN" ]; then sleep {nap}; fi',
+                         *extra)
     try:
-        deadline = time.monotonic() + 30
-        while not _marked(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _marked(sleeper), "no fault case started"
+        assert not until_none(lambda: not _marked(sleeper), 30), \
+            "no fault case started"
         # the sweep's scratch: where its runs work, and its .work link
         scratch = {os.readlink(tmp_path / "out" / ".work")}
         for p in _marked(sleeper):
@@ -700,18 +726,9 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
             proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:     # the test failed: clean up as a user would
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        end_sweep(proc)
     assert proc.returncode == status, err[-2000:]
-    deadline = time.monotonic() + 10
-    while (_marked(marker) or _marked(sleeper)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _marked(marker) == [] and _marked(sleeper) == []
+    assert until_none(lambda: _marked(marker) + _marked(sleeper), 10) == []
     # and its scratch directories are gone
     assert [d for d in scratch if os.path.exists(d)] == []
     assert not os.path.lexists(tmp_path / "out" / ".work")
@@ -723,29 +740,14 @@ def test_sigterm_while_the_baselines_record_ends_a_sweep_of_one_job(tmp_path):
     baseline that could not be recorded; nothing of it left."""
     nap = f"{400 + signal.SIGTERM}.{os.getpid()}"
     sleeper = f"sleep\0{nap}\0".encode()
-    spec = tmp_path / "slow.toml"
-    spec.write_text('name = "slow"\ndescription = "a baseline that hangs"\n'
-                    f'command = {json.dumps(["/bin/sh", "-c", f"sleep {nap}", "{target}", "{new}"])}\n'
-                    'contract = "in-place"\nsizes = [10]\ntimeout = 60\n')
-    proc = subprocess.Popen(
-        [str(ROOT / "scripts" / "crashcheck"), "run", str(spec), "--out",
-         str(tmp_path / "out"), "--faults", "baseline,eio", "--jobs", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+    proc = hanging_sweep(tmp_path, f"sleep {nap}", "--jobs", "1")
     try:
-        deadline = time.monotonic() + 30
-        while not _marked(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _marked(sleeper), "the baseline never started"
+        assert not until_none(lambda: not _marked(sleeper), 30), \
+            "the baseline never started"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        end_sweep(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "could not be recorded" not in err
-    deadline = time.monotonic() + 10
-    while _marked(sleeper) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _marked(sleeper) == []
+    assert until_none(lambda: _marked(sleeper), 10) == []

@@ -335,20 +335,20 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             box.finish()
             raise
         # The leader is gone; what it started must not outlive the case
-        # (it could still write into the scratch). The supervisor gave
-        # the processes it follows their grace already (supervise.c)
-        outlived = box.finish(0.0 if preload and backend == "syscall"
-                              else _grace(proc.returncode, timed_out))
+        # (it could still write into the scratch)
+        outlived = box.finish(_grace(proc.returncode, timed_out,
+                                     preload and backend == "syscall"))
         return _ended(argv, proc.returncode, timed_out, start, out, err, trace,
                       [] if timed_out else outlived)
 
 
-def _grace(rc, timed_out):
+def _grace(rc, timed_out, supervised=False):
     """Seconds what a program left running has to exit on its own
     (contain.OUTLIVE_GRACE), by Popen's returncode RC: none after a
     SIGKILL (a planned crash takes every process at once) or a kill at
-    the time limit."""
-    if timed_out or rc == -signal.SIGKILL:
+    the time limit, nor under the system-call supervisor, which gave the
+    processes it follows their grace itself (supervise.c)."""
+    if timed_out or rc == -signal.SIGKILL or supervised:
         return 0.0
     return contain.OUTLIVE_GRACE
 
@@ -729,9 +729,8 @@ class ForkServer:
                 box.finish()
                 raise
             rc = os.waitstatus_to_exitcode(status)
-            # the supervisor gave the processes it follows their grace
-            outlived = box.finish(0.0 if self.backend == "syscall"
-                                  else _grace(rc, timed_out))
+            outlived = box.finish(_grace(rc, timed_out,
+                                         self.backend == "syscall"))
             return _ended(self.argv, rc, timed_out, start, out, err, trace,
                           [] if timed_out else outlived)
 
