@@ -8,8 +8,9 @@ reports, checked from the outside (docs: "Promises").
   leaves nothing running; the pool's processes never run the parent's
   signal handlers, a pool process that dies costs only its case, and a
   stopped one cannot hang the end of a run.
-- Files: a refused command changes nothing; an output directory that
-  is not crashcheck's is refused; only crashcheck's own files are
+- Files: a refused command changes nothing; an output directory is
+  crashcheck's by its marker alone, never by the names in it; nothing
+  is written through a link in it; only crashcheck's own files are
   replaced; two runs into one --out are refused.
 - Reports: no case vanishes; an interrupted run says INTERRUPTED first,
   never PASS, and merge refuses it; a checker that hangs or crashes is a
@@ -559,6 +560,134 @@ def test_replay_replaces_its_own_state_only(tmp_path, previous):
         (dest / "my-notes.txt").write_text("mine\n")
     assert (dest / "README.txt").is_file() and (dest / "state").is_dir()
     assert (dest / "my-notes.txt").read_text() == "mine\n"
+
+
+# ------------------------------------------ ownership: the marker alone
+
+def test_a_directory_shaped_like_a_replay_is_not_taken_for_one(tmp_path,
+                                                              previous):
+    """Issue 31: `replay --out d`, d holding state/thesis.tex and
+    README.txt and no marker, deleted the thesis and replaced the
+    README: its names looked like a replay's. Names prove nothing: it
+    is refused, and nothing in it changes."""
+    spec, prev = previous
+    d = tmp_path / "d"
+    (d / "state").mkdir(parents=True)
+    (d / "state" / "thesis.tex").write_text("x\n")
+    (d / "README.txt").write_text("r\n")
+    before = tree(d)
+    line = one_error_line(cli("replay", "--results", prev / "results.json",
+                              "--out", d, results(prev)["cases"][0]["id"]))
+    assert f"--out: '{d}' is not empty and not crashcheck's" in line
+    assert tree(d) == before
+
+
+@pytest.mark.parametrize("command", ["run", "audit", "merge"])
+def test_a_directory_of_reports_without_the_marker_is_refused(tmp_path,
+                                                               previous,
+                                                               command):
+    """The user's own report.md and results.json (no marker), or what a
+    crashcheck from before the marker left: neither is crashcheck's to
+    overwrite (audit --out used to take it)."""
+    spec, prev = previous
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("# my report\n")
+    (mine / "results.json").write_text("{}\n")
+    (mine / "cases").mkdir()
+    before = tree(mine)
+    args = {"run": ["run", spec, "--out", mine, "--faults", "baseline"],
+            "audit": ["audit", "--out", mine, "--", str(BIN / "replace"),
+                      "--strategy=sync", "{target}", "{new}"],
+            "merge": ["merge", "--out", mine, prev]}[command]
+    line = one_error_line(cli(*args))
+    assert "no .crashcheck marker" in line and "move" in line, line
+    assert tree(mine) == before
+
+
+@pytest.mark.parametrize("entry", ["cases", "README.txt", "state",
+                                   "report.md", "results.sarif", ".audit"])
+def test_no_write_goes_through_a_link_in_a_marked_directory(tmp_path,
+                                                            previous, entry):
+    """A marked output directory whose cases/ (or any entry crashcheck
+    writes: a replay's README.txt and state/, a report, .audit) is a
+    symbolic link to the user's: refused before anything is written;
+    case folders used to be written through the link."""
+    spec, prev = previous
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "keep.txt").write_text("mine\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".crashcheck").write_text("")
+    target = users / "keep.txt" if entry in ("README.txt", "report.md",
+                                             "results.sarif") else users
+    os.symlink(target, out / entry)
+    command = (["replay", "--results", prev / "results.json", "--out", out,
+                results(prev)["cases"][0]["id"]]
+               if entry in ("README.txt", "state") else
+               ["audit", "--out", out, "--", str(BIN / "fsync-unchecked"),
+                "--strategy=stdio", "{target}", "{new}"])
+    line = one_error_line(cli(*command))
+    assert f"'{out / entry}' is a symbolic link" in line, line
+    assert tree(users) == {"keep.txt": b"mine\n"}
+
+
+def test_an_output_directory_that_is_a_link_in_a_marked_one_is_refused(
+        tmp_path, previous):
+    """results/rerun (or any --out inside a marked directory) that is a
+    link to the user's directory, empty or not: not followed."""
+    spec, prev = previous
+    users = tmp_path / "users"
+    users.mkdir()
+    os.symlink(users, prev / "rerun")
+    line = one_error_line(cli("run", spec, "--out", prev / "rerun",
+                              "--faults", "baseline"))
+    assert "is a symbolic link inside crashcheck's directory" in line, line
+    assert os.listdir(users) == []
+
+
+def test_a_link_named_like_the_marker_is_no_marker(tmp_path):
+    """.crashcheck as a link to a file of the user's marks nothing, and
+    the file is not written (the marker used to be opened through it)."""
+    spec = small_spec(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (tmp_path / "empty-file").write_text("")
+    os.symlink(tmp_path / "empty-file", mine / ".crashcheck")
+    (mine / "thesis.tex").write_text("years of work\n")
+    line = one_error_line(cli("run", spec, "--out", mine))
+    assert "not crashcheck's" in line, line
+    assert (tmp_path / "empty-file").read_text() == ""
+    assert (mine / "thesis.tex").read_text() == "years of work\n"
+
+
+def test_the_parents_crashcheck_makes_are_its_own(tmp_path):
+    """results/audit-NAME made from nothing marks results/ too, so that
+    a later run into results/ (make run after a first audit) is
+    crashcheck's to write, the audit's directory staying as it was; a
+    parent that was there before is not marked."""
+    spec = small_spec(tmp_path)
+    top = tmp_path / "results"
+    audit = top / "audit-replace"
+    proc = cli("audit", "--out", audit, "--faults", "baseline", "--",
+               str(BIN / "replace"), "--strategy=sync", "{target}", "{new}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (top / ".crashcheck").is_file() and (audit / ".crashcheck").is_file()
+    assert not (tmp_path / ".crashcheck").exists()
+    before = tree(audit)
+    proc = cli("run", spec, "--out", top, "--faults", "baseline")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (top / "results.json").is_file()
+    assert tree(audit) == before
+
+
+def test_a_refused_command_removes_the_parents_it_made(tmp_path):
+    spec = small_spec(tmp_path)
+    proc = cli("run", spec, "--out", tmp_path / "a" / "b" / "out",
+               "--case", "r-sync-1B-fsync#99=EIO")
+    assert proc.returncode == 2, proc.stderr
+    assert not (tmp_path / "a").exists()
 
 
 def test_two_runs_into_one_out_are_refused(tmp_path):

@@ -2737,7 +2737,11 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
     decided the verdict when there is one (a power-loss finding, a run
     judged after its exit), laid out (the directory the run left is then
     `left/`), else the directory the run left."""
-    d = outdir / "cases" / safe_name(res["id"])
+    cases = outdir / "cases"
+    if cases.is_symlink():
+        # never written through (commands/outdir.py refuses it up front)
+        raise OSError(errno.ELOOP, "a symbolic link, not crashcheck's", str(cases))
+    d = cases / safe_name(res["id"])
     ours = False
     if d.exists():
         # an earlier run's files go, if crashcheck's (commands/outdir.py),

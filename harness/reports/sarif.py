@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from .. import VERSION
 from . import regress
+from .report import _write_atomic as write_atomic
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -185,6 +186,7 @@ def _unseen_note(change, summary):
 
 
 def write(path, cases, summary):
-    with open(path, "w") as fh:
-        json.dump(sarif(cases, summary), fh, indent=1, sort_keys=True)
-        fh.write("\n")
+    """results.sarif at PATH, written whole to a temporary file and
+    renamed, as every report is (never through a link by that name)."""
+    write_atomic(path, json.dumps(sarif(cases, summary), indent=1,
+                                   sort_keys=True) + "\n")
