@@ -131,9 +131,11 @@ def test_ftruncate_variant_dies_of_sigbus_on_a_full_disk(tmp_path, can_mount):
     assert got == old
 
 
-def test_sweep_skips_a_full_disk_spec_it_cannot_mount(tmp_path, monkeypatch):
-    """Where no tmpfs can be mounted the sweep records exit 77 with the
-    reason, which the enumeration turns into one skipped case."""
+def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
+    """A spec with disk = "full" has its baseline on the ordinary scratch
+    and one more case per combo, <combo>-disk=full (kind enospc). Where
+    no tmpfs can be mounted, that case's run is recorded as exit 77 with
+    the reason, which the judge reads as a skip."""
     def refuse(directory, size):
         raise fullfs.Unavailable("a full disk needs a tmpfs mount, which needs root")
     monkeypatch.setattr(fullfs, "mount", refuse)
@@ -141,11 +143,18 @@ def test_sweep_skips_a_full_disk_spec_it_cannot_mount(tmp_path, monkeypatch):
     combo = sweep.Combo(s, "mmap", s.sizes[0])
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    out = sweep.execute_run(combo, "", scratch, 10)
+    base = sweep.execute_run(combo, "", scratch, 10)
+    assert base.run.status == 0, base.run.stderr_text()
+    cases = sweep.cases_of(combo, base, sweep.Settings(out=tmp_path / "out"))
+    full = [c for c in cases if c.disk == "full"]
+    assert [(c.id, c.kind, c.plan) for c in full] == [
+        (f"{combo.prefix}-disk=full", "enospc", "")]
+    assert all(c.disk == "normal" for c in cases if c not in full)
+    other = tmp_path / "other"
+    other.mkdir()
+    out = sweep.execute_run(combo, "", other, 10, full_disk=True)
     assert out.run.skipped
     assert 'disk = "full" unavailable: a full disk needs a tmpfs mount' in out.run.stderr_text()
-    cases = sweep.cases_of(combo, out, sweep.Settings(out=tmp_path / "out"))
-    assert [(c.kind, bool(c.skip)) for c in cases] == [("baseline", True)]
 
 
 def test_oracle_explains_sigbus_as_a_store_into_a_mapping():

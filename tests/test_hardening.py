@@ -1217,13 +1217,49 @@ def test_mmap_writer_extending_with_ftruncate_is_crashed_on_a_full_disk(
         tmp_path, can_mount, built):
     """The one failure no injection can make: a store into a mapping that
     needs a block on a full disk. Through the sweep, with the variant's
-    own spec (disk = "full"): its baseline dies of SIGBUS, judged
-    `crashed`, and the variant counts as caught."""
+    own spec (disk = "full"): its baseline, on an ordinary disk, exits 0;
+    its disk=full case dies of SIGBUS, judged `crashed`, and the variant
+    counts as caught. The run is clean: moving the files off the tmpfs
+    changed their inode numbers, which once read as a change to
+    `target` by a call crashcheck cannot see."""
     out = tmp_path / "out"
     proc = cli("run", ROOT / "workloads" / "specs" / "mmap-ftruncate.toml",
-               "--faults", "baseline", "--out", out, timeout=300)
+               "--faults", "baseline,enospc", "--out", out, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    cases = results(out)["cases"]
-    assert cases and all(c["verdict"] == "crashed" for c in cases), cases
-    assert all(c["exit"]["signal"] == signal.SIGBUS for c in cases)
+    doc = results(out)
+    cases = doc["cases"]
+    full = [c for c in cases if c["id"].endswith("-disk=full")]
+    assert len(full) == 2, [c["id"] for c in cases]
+    assert all(c["verdict"] == "crashed" and c["kind"] == "enospc"
+               for c in full), full
+    assert all(c["exit"]["signal"] == signal.SIGBUS for c in full)
     assert all(c["passed"] for c in cases)
+    base = [c for c in cases if c["kind"] == "baseline"]
+    assert base and all(c["verdict"] == "ok" and c["exit"]["status"] == 0
+                        for c in base), base
+    assert doc["summary"]["unseen"] == [], doc["summary"]["unseen"]
+    assert "not a clean pass" not in proc.stdout
+
+
+def test_a_fixed_mmap_writer_is_ok_on_a_full_disk(tmp_path, can_mount, built):
+    """The same spec's fix (the correct workload, which reserves its
+    blocks with posix_fallocate) on the full disk: it exits 1 naming
+    ENOSPC, the target old, so its disk=full case is ok and a variant
+    fixed that way reads fixed (its full disk used to be its baseline,
+    and an exit 1 there a harness-error)."""
+    spec = tmp_path / "fixed.toml"
+    spec.write_text(
+        'name = "fixed"\ndescription = "replace, mmap, on a full disk"\n'
+        f'command = ["{BIN / "replace"}", "--strategy=mmap", "{{target}}", '
+        '"{new}"]\ncontract = "atomic"\nsizes = [4097, 65537]\n'
+        'old = "payload"\ndisk = "full"\n')
+    out = tmp_path / "out"
+    proc = cli("run", spec, "--faults", "baseline,enospc", "--out", out,
+               timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    full = [c for c in results(out)["cases"] if c["id"].endswith("-disk=full")]
+    assert len(full) == 2
+    for c in full:
+        assert c["verdict"] == "ok" and c["exit"]["status"] == 1, c
+        assert "posix_fallocate" in c["stderr"] and \
+            "No space left on device" in c["stderr"], c["stderr"]

@@ -4,13 +4,14 @@ directory.
 Most faults are injected (faults/libcrashcheck.so), but one failure cannot
 be: a store into a shared mapping that needs a block on a full filesystem
 gets no error return, the kernel sends SIGBUS. Only a filesystem that is
-really full shows it. A spec with `disk = "full"` (harness/engine/spec.py) has its
-runs done here: the work directory (where the target and the program's
-temp files live) is a tmpfs sized by `capacity` to hold the old target
-plus one page less than the new payload needs, so the replacement almost
-fits and does not. Everything else of the run (the new content the program
-reads, the trace, the snapshots) stays on the ordinary scratch filesystem:
-the harness's own writes must not be the ones that fail.
+really full shows it. A spec with `disk = "full"` (harness/engine/spec.py)
+has one more case per combo (sweep.FULL_DISK), whose run is done here:
+the work directory (where the target and the program's temp files live)
+is a tmpfs sized by `capacity` to hold the old target plus one page less
+than the new payload needs, so the replacement almost fits and does not.
+Everything else of the run (the new content the program reads, the trace,
+the snapshots) stays on the ordinary scratch filesystem: the harness's own
+writes must not be the ones that fail.
 
 Mounting needs root (CAP_SYS_ADMIN); anywhere else `full_disk` raises
 Unavailable with the reason, and the sweep turns that into a skipped case.
@@ -18,6 +19,10 @@ Unavailable with the reason, and the sweep turns that into a skipped case.
 When the run is over, the files are moved off the tmpfs into the plain
 directory underneath before it is unmounted, so that the judge, the report
 and `--cc-keep` see the work directory exactly as the program left it.
+Moved, a file is another inode: such a run is never the baseline, whose
+files explorer.unseen compares with its trace inode by inode (the
+mmap-ftruncate variant's `target` once read as changed by a call
+crashcheck cannot see, when its baseline ran here).
 """
 
 import os
@@ -126,11 +131,11 @@ def full_disk(directory, old_size, new_size):
 
 
 @contextmanager
-def disk_for(spec, directory, old, new):
-    """The sweep's hook: full_disk for a spec with disk = "full", sized
-    from the old and new contents (bytes; old None when absent), else
-    nothing at all."""
-    if getattr(spec, "disk", "normal") != "full":
+def disk_for(full, directory, old, new):
+    """The sweep's hook: when FULL (a spec's full-disk case), full_disk
+    sized from the old and new contents (bytes; old None when absent);
+    else nothing at all."""
+    if not full:
         yield Path(directory)
         return
     with full_disk(directory, len(old or b""), len(new)) as d:

@@ -58,13 +58,15 @@ sector       bytes the storage writes atomically, 512, 1024, 2048 or 4096
              inside a 4096-byte block, a prefix of its sectors new
              (crash-model.md); `--sector` on the command line overrides it.
 disk         "normal" (default): runs use the scratch filesystem, with every
-             disk error injected. "full": every run's work directory (the
-             target and the program's temp files) is a real tmpfs with
-             room for the old target plus one page less than the new
-             content needs (harness/engine/fullfs.py), for failures no injection
-             can produce, such as SIGBUS from a store into a mapping that
-             finds no free block. Needs root to mount; elsewhere the spec's
-             cases are skipped with the reason.
+             disk error injected. "full": the same, and one more case per
+             strategy and size, <combo>-disk=full (kind enospc), whose run
+             has its work directory (the target and the program's temp
+             files) on a real tmpfs with room for the old target plus one
+             page less than the new content needs
+             (harness/engine/fullfs.py), for failures no injection can
+             produce, such as SIGBUS from a store into a mapping that finds
+             no free block. Needs root to mount; elsewhere that case is
+             skipped with the reason.
 teaches      buggy variants: one line naming the variant's defect and the
              rule it breaks; required when `expect` is given, shown in the
              report next to the verdict that caught it.
@@ -90,7 +92,8 @@ expect       buggy variants only: list of tables, each one finding the sweep
                          ids: "fsync(target.tmp)#1" (the call on that file
                          of the work directory, numbered among that
                          file's), "sync#1"; or a call's name alone,
-                         "close": any call of that name
+                         "close": any call of that name; or "disk=full",
+                         the full-disk case (disk above)
                backend   optional: preload or syscall, the backend the
                          case ran under (harness/engine/backend.py): the
                          two see different calls (stdio's fclose is a
@@ -123,8 +126,10 @@ DISKS = ("normal", "full")
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 # a case's call coordinate: "sync#1", or on a file "fsync(target.tmp)#1"
-# (harness/engine/coords.py); or a call's name alone, "close"
-_CALL = re.compile(r"[a-z_][a-z0-9_]*((\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?)?\Z")
+# (harness/engine/coords.py); or a call's name alone, "close"; or the
+# full-disk case's "disk=full" (sweep.FULL_DISK)
+_CALL = re.compile(r"[a-z_][a-z0-9_]*((\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?)?\Z"
+                   r"|disk=full\Z")
 BACKENDS = ("preload", "syscall")
 _BRACE = re.compile(r"\{([^{}]*)\}")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")

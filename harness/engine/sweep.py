@@ -145,6 +145,7 @@ class Case:
     where: list | None = None
     unstable: str = ""      # baseline: the calls two recorded runs made otherwise
     backend: str = "preload"  # what runs it: the baseline's (record_baseline)
+    disk: str = "normal"    # "full": run on a real, nearly full tmpfs (FULL_DISK)
 
     def to_json(self):
         return {k: v for k, v in self.__dict__.items()}
@@ -351,7 +352,7 @@ class Outcome:
     that need only a few of its records (trace.Lazy)."""
 
     def __init__(self, run, scratch, records=None, trace=None,
-                 trace_from=None, trace_full=None):
+                 trace_from=None, trace_full=None, full_disk=False):
         self.run = run
         self.scratch = scratch
         self._records = records
@@ -364,6 +365,8 @@ class Outcome:
         self.blobs = {}
         # the faulted call on the data path that decides (Judge.judge_run)
         self.deciding = None
+        # run with its work directory on a real full disk (FULL_DISK)
+        self.full_disk = full_disk
 
     @property
     def has_thin(self):
@@ -518,7 +521,7 @@ class ScratchFull(Exception):
 
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 server=None, trace_from=None, trace_full=None, settings=None,
-                backend="preload"):
+                backend="preload", full_disk=False):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
@@ -528,7 +531,9 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     seqs (lo, hi) may be recorded thin (Judge.thin_window). settings:
     the sweep's, for the scratch limit and HOME. ScratchFull when the
     scratch has no room for the run's files. backend: "preload" or
-    "syscall" (harness/engine/backend.py; a server is the preload's)."""
+    "syscall" (harness/engine/backend.py; a server is the preload's).
+    full_disk: the work directory on a real, nearly full tmpfs (a spec's
+    FULL_DISK case, harness/engine/fullfs.py)."""
     old, new = contents(combo)
     argv = argv_of(combo)
     start = combo.start
@@ -542,11 +547,11 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     extra = {"TMPDIR": os.path.join(work, TMP)}
     if settings is not None and settings.home:
         extra["HOME"] = os.path.join(sdir, HOME)
-    # issue 6: a spec with disk = "full" runs with WORK on a real, nearly
-    # full tmpfs (harness/engine/fullfs.py); where none can be mounted (not
-    # root), the run is recorded as exit 77 with the reason: a skip.
+    # a spec's full-disk case runs with WORK on a real, nearly full tmpfs
+    # (harness/engine/fullfs.py); where none can be mounted (not root),
+    # the run is recorded as exit 77 with the reason: a skip.
     try:
-        with fullfs.disk_for(combo.spec, scratch / WORK, old, new):
+        with fullfs.disk_for(full_disk, scratch / WORK, old, new):
             try:
                 prepare(sdir, old, new, target_name(combo.spec), reuse_input,
                         start)
@@ -574,7 +579,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
         run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
     reclaim(work)
     return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
-                   trace_from=trace_from, trace_full=trace_full)
+                   trace_from=trace_from, trace_full=trace_full,
+                   full_disk=full_disk)
 
 
 def reclaim(path):
@@ -631,14 +637,14 @@ def scratch_trouble(out, combo):
     """Why the run OUT says nothing of its program because of
     crashcheck's own scratch (the library's note, CRASHCHECK_NOTE): its
     snapshots passed the scratch limit, the scratch was full under them,
-    or a call of the program got ENOSPC from the full scratch (but on a
-    spec whose disk is full on purpose); "" when none."""
+    or a call of the program got ENOSPC from the full scratch (but in a
+    FULL_DISK case's run, whose disk is full on purpose); "" when none."""
     try:
         with open(out.scratch / NOTE, "rb") as fh:
             lines = fh.read().decode("utf-8", "replace").splitlines()
     except FileNotFoundError:
         return ""
-    full_disk = getattr(combo.spec, "disk", "normal") == "full"
+    full_disk = getattr(out, "full_disk", False)
     base = runner.scratch_base()
     if not lines:
         # the library began a note and could not write it: no room
@@ -674,6 +680,33 @@ def _shown(path, out):
     in it."""
     rel = coords.relative(path, str(out.workdir))
     return rel if rel is not None else path
+
+
+# A spec with disk = "full" (harness/engine/spec.py) has, per combo, one
+# more case of this name, of kind enospc: its program runs with no plan,
+# its work directory on a real tmpfs one page short of the new content
+# (fullfs.py), the fault being the full disk itself, not an injected
+# error. Every other run of the spec, its baseline included, is on the
+# scratch filesystem as any other's. The oracle sees FULL_DISK as the
+# case's plan.
+FULL_DISK = "disk=full"
+# what a call on a full disk fails with
+FULL_ERRNOS = ("ENOSPC", "EDQUOT")
+
+
+def full_disk_hits(out):
+    """The calls of OUT's run (a FULL_DISK case) that failed with ENOSPC
+    or EDQUOT on a file of its work directory, marked as a fired fault's
+    records are ("fault"), so that the judge reads them as it reads a
+    planned fault's."""
+    def failed(r):
+        ret, err = r.get("ret"), r.get("errno")
+        # posix_fallocate returns its error rather than -1
+        return isinstance(ret, int) and err and (
+            ret < 0 or r["call"] == "posix_fallocate" and ret == err)
+    return [dict(r, fault=True) for r in trace.calls(out.records)
+            if failed(r) and trace.errno_name(r["errno"]) in FULL_ERRNOS
+            and touches(r, out.workdir)]
 
 
 ESCAPE_WHY = (
@@ -1160,6 +1193,10 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     elif "baseline" in settings.kinds:
         cases.append(Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                           backend=how))
+    if getattr(combo.spec, "disk", "normal") == "full" and \
+            "enospc" in settings.kinds:
+        cases.append(Case(id=f"{pre}-{FULL_DISK}", combo=pre, kind="enospc",
+                          call=FULL_DISK, disk="full", backend=how))
     if stats is not None and cases:
         stats["cases"] = stats.get("cases", 0) + 1
         stats["kept"] = stats.get("kept", 0) + 1
@@ -1912,7 +1949,8 @@ class Judge:
             start_tree(combo, self.work)
         old, new = contents(combo)
         base = dict(contract=combo.spec.contract, old=old, new=new,
-                    kind=case.kind, plan=case.plan,
+                    kind=case.kind,
+                    plan=FULL_DISK if case.disk == "full" else case.plan,
                     require_message=combo.spec.path.parent == SPEC_DIR)
         if case.skip:
             verdict = oracle.judge(oracle.Outcome(skip=case.skip, **base))
@@ -1970,7 +2008,7 @@ class Judge:
             out = load_run(self.work / combo.prefix)
             self.last_out = out
             return self.judge_run(case, combo, out, base, keep=False)
-        scratch, reuse = self.scratch_for(combo)
+        scratch, reuse = self.scratch_for(combo, case)
         ok = False
         try:
             start = self.lite_from(case, combo)
@@ -2022,7 +2060,8 @@ class Judge:
                                timeout_of(combo, self.settings),
                                reuse_input=reuse, server=server,
                                trace_from=trace_from, trace_full=trace_full,
-                               settings=self.settings, backend=case.backend)
+                               settings=self.settings, backend=case.backend,
+                               full_disk=case.disk == "full")
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
@@ -2113,18 +2152,18 @@ class Judge:
         counts = self._lite.setdefault(_lite_key(case, combo), [0, 0])
         counts[0 if stood else 1] += 1
 
-    def scratch_for(self, combo):
+    def scratch_for(self, combo, case=None):
         """(scratch directory, reuse_input) for a fault case. One scratch
         is used case after case under scratch_root: a run of the combo
         before left the input, and the rest is emptied (runs are
         short; making and removing the tree cost as much as a run). For
         another combo it is emptied whole, but stays where it is, WORK
         included: a fork server of the same command line started there.
-        A held case (replay), a full-disk spec or no scratch_root: a
+        A held case (replay), a FULL_DISK case or no scratch_root: a
         fresh directory, removed after."""
         if self.hold or self.scratch_root is None:
             return runner.make_scratch(), False
-        if getattr(combo.spec, "disk", "normal") == "full":
+        if case is not None and case.disk == "full":
             # under the root too: removed with it should this process die
             return Path(tempfile.mkdtemp(prefix="full-",
                                          dir=self.scratch_root)), False
@@ -2149,9 +2188,9 @@ class Judge:
         kept for the next combos of the same command line (a spec's
         sizes), started again if it ended after a run; None where the
         case is exec'd: --exec-each, a held case (replay runs the real
-        thing), a full-disk spec, a fresh scratch per case, or a program
+        thing), a FULL_DISK case, a fresh scratch per case, or a program
         that cannot be served."""
-        # scratch_for gives the others (held, full-disk) a fresh scratch
+        # scratch_for gives the others (held, full disk) a fresh scratch
         if not self.settings.fork_server or scratch != self._scratch:
             return None
         key = (backend, *argv_of(combo))
@@ -2230,6 +2269,11 @@ class Judge:
         # read only for a run that claims success (a retried call, its
         # after-exit crash states).
         faulted = out.faulted()
+        full = case.disk == "full"
+        if full:
+            # no rule fires on a real full disk: the calls it failed are
+            # the faulted ones, and a store it killed the program for
+            faulted = full_disk_hits(out)
         lite = out.trace_from is not None and not run.timed_out
         has_thin = out.has_thin
         thin = has_thin and not run.timed_out
@@ -2256,7 +2300,8 @@ class Judge:
         # the call that decides: the first one on the data path
         out.deciding = data_path_hit(faulted, out) if hard_ok else None
         facts = dict(
-            fault_fired=fault_fired(faulted, case.plan) if case.plan else False,
+            fault_fired=(bool(faulted) or run.signal == signal.SIGBUS) if full
+            else fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=out.deciding is not None,
             fault_path=fault_path(faulted, out, out.deciding),
             # named as the case ids name calls: by file, "close(target.tmp)#1"

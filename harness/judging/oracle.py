@@ -195,8 +195,11 @@ class Outcome:
 
     @property
     def call(self):
-        """The coordinate of the first planned rule: "fsync#1" (without '+')."""
+        """The coordinate of the first planned rule: "fsync#1" (without
+        '+'); "" for a plan that names no call (a real full disk)."""
         rule = re.sub(r"\([^)]*\)", "", self.plan.split(";")[0])
+        if "#" not in rule:
+            return ""
         return rule.split("=")[0].rstrip("+")
 
     @property
@@ -339,6 +342,9 @@ def _fault(o):
     """'fsync#1=EIO' as words: "fsync#1 on 'target.tmp' failing with EIO
     (Input/output error)"."""
     action = o.plan.split(";")[0].partition("=")[2]
+    if not o.call:
+        # no rule: the sweep's run on a real full disk (sweep.FULL_DISK)
+        return "a full disk (ENOSPC: No space left on device)"
     if o.kind == "short" or action.startswith("short"):
         return f"a short {o.call}{_on(o)}"
     name = o.errno_name
