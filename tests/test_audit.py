@@ -201,6 +201,25 @@ def test_nothing_left_in_scratch_without_keep(tmp_path):
                                        "results.json", "results.sarif"]
 
 
+def test_a_program_that_failed_on_its_own_says_what_it_said(files):
+    """Issue 30: cp given a path that does not exist exits 1 before it
+    writes anything. The console says so, with its exit status and the
+    last line of its stderr, not only "nothing intercepted ... writes
+    nothing there"; so does the case's finding and explanation."""
+    r = cc("audit", "--out", files / "out", "--new", files / "new.bin",
+           "--", "cp", str(files / "no-such-file"), "{target}")
+    assert r.returncode == 1, r.stderr
+    said = (f"cp failed on its own (exit status 1, no fault planned), its "
+            f"stderr ending: cp: cannot stat '{files / 'no-such-file'}': "
+            "No such file or directory")
+    assert f"crashcheck: cp: nothing intercepted: {said}" in r.stderr
+    assert f"FINDING cp-baseline: harness-error: nothing intercepted: {said}" \
+        in r.stdout
+    assert "writes nothing there" not in r.stdout + r.stderr
+    case, = results(files / "out")["cases"]
+    assert "failed with no fault injected" in case["explanation"]
+
+
 # ----------------------------------------------------- what cannot be seen
 
 def test_program_that_writes_nothing_is_flagged(files):

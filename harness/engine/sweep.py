@@ -719,6 +719,13 @@ ESCAPE_WHY = (
     "at a file inside its directory (its target, {target}), or give the "
     "file outside as its content (--old).")
 
+FAILED_ALONE_WHY = (
+    "The program failed with no fault injected and wrote nothing in its "
+    "work directory: what its stderr says above is most likely the reason "
+    "(a wrong path or option on its command line, a file it needs that "
+    "is not in its directory). Nothing of it can be tested until that run "
+    "succeeds: this says nothing about the program and is never a pass.")
+
 SCRATCH_WHY = (
     "crashcheck could not record this run within its scratch: the space "
     "it had left, or the limit it sets itself (--scratch-limit, by default "
@@ -1428,6 +1435,13 @@ def nothing_intercepted(combo, out, how="preload"):
                 or rec["call"] in SEEN_NAME_CALLS
                 or set(rec.get("flags") or ()) & set(SEEN_OPEN_FLAGS)):
             return ""
+    if out.run.status:
+        # most likely its own command line: say what it said (issue 30)
+        return (f"nothing intercepted: {prog} {FAILED_ALONE} (exit status "
+                f"{out.run.status}, no fault planned), its stderr ending: "
+                f"{last_line(out.run.stderr_text())}; no write, sync, rename "
+                f"or unlink in the work directory was traced "
+                f"({len(trace.calls(out.records))} calls in all) and {changed}")
     unseen = ("io_uring or stores through a shared mapping it never syncs, "
               "which the system-call backend cannot see" if how == "syscall"
               else "raw system calls, io_uring or a statically linked "
@@ -1437,6 +1451,18 @@ def nothing_intercepted(combo, out, how="preload"):
             f"work directory was traced ({len(trace.calls(out.records))} "
             f"calls traced in all) and {changed}: the program writes "
             f"nothing there, or writes with {unseen}")
+
+
+FAILED_ALONE = "failed on its own"
+
+
+def last_line(text, width=200):
+    """The last line of TEXT that is not blank, cut to WIDTH characters;
+    "(nothing)" when there is none."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    if not lines:
+        return "(nothing)"
+    return lines[-1] if len(lines[-1]) <= width else lines[-1][:width] + "..."
 
 
 def _changed(combo, out):
@@ -1962,6 +1988,7 @@ class Judge:
             verdict = oracle.Verdict("harness-error", case.error, (
                 SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
                 else ESCAPE_WHY if case.error.startswith("escapes the scratch")
+                else FAILED_ALONE_WHY if FAILED_ALONE in case.error
                 else
                 "The baseline run's trace does not show what the program "
                 "did to its files, so no fault could reach it and no power "
