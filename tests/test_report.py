@@ -21,6 +21,8 @@ from harness import UsageError  # noqa: E402
 from harness.reports import report  # noqa: E402
 from harness.reports.report import ReportError  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
+
 HOSTILE = '<script>alert("x")</script> & | `tick`'
 
 META = {"command": ["scripts/crashcheck", "run", "--seed=7", "replace"],
@@ -978,3 +980,68 @@ def test_defects_on_the_console_and_in_every_report(tmp_path):
     assert "seen in 5 cases, key k-write" in junit
     doc = json.loads((tmp_path / "results.json").read_text())
     assert [x["cases"] for x in doc["summary"]["defects"]] == [1, 5, 1, 1]
+
+
+# A program whose argument holds newlines, as the guide's JSON writer
+# (`python3 -c '...'`): its reproduce command spans lines.
+PYWRITER = ("import sys\n"
+            "data = open(sys.argv[2], 'rb').read()\n"
+            "open(sys.argv[1], 'wb').write(data)\n")
+
+
+def _pasted_argv(block, tmp_path):
+    """What bash makes of BLOCK pasted as it stands: the words its command
+    gets (its first word, crashcheck, stood in for by a function that
+    prints them), each as bytes."""
+    import subprocess
+    first = block.split()[0]
+    script = (f"{first}() {{ printf '%s\\0' \"$@\"; }}\n{block}\n")
+    r = subprocess.run(["bash", "-c", script], capture_output=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split(b"\0")[:-1]
+
+
+def test_report_md_keeps_a_multi_line_reproduce_command_pasteable(tmp_path):
+    """Issue 30: report.md flattened a reproduce command whose program
+    argument spans lines (`python3 -c '...'`) into one line, and pasted
+    into bash that was another program, a syntax error to Python. Every
+    such command is now a fenced block, verbatim: pasted into bash, it
+    gives crashcheck the same words, and the program's code compiles."""
+    import subprocess
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [str(ROOT / "scripts" / "crashcheck"), "audit", "--out", str(out),
+         "--faults", "baseline,powerloss", "--", "/usr/bin/python3", "-c",
+         PYWRITER, "{target}", "{new}"], capture_output=True, text=True,
+        timeout=600)
+    assert r.returncode == 1, r.stderr[-2000:]
+    md = (out / "report.md").read_text()
+    blocks = re.findall(r"^(`{3,})sh\n(.*?)\n\1$", md, re.M | re.S)
+    doc = json.loads((out / "results.json").read_text())
+    reproduce = {c["reproduce"] for c in doc["cases"] if c["reproduce"]
+                 and not c["passed"]}
+    assert reproduce and all("\n" in c for c in reproduce)
+    shown = {body for _, body in blocks}
+    assert reproduce <= shown, (reproduce - shown, md[:3000])
+    for body in reproduce:
+        argv = _pasted_argv(body, tmp_path)
+        code = argv[argv.index(b"-c") + 1].decode()
+        assert code == PYWRITER
+        compile(code, "<pasted>", "exec")
+        assert argv[argv.index(b"--case") + 1].decode() in \
+            {c["id"] for c in doc["cases"]}
+    # the run's own command, at the top, is whole too
+    top = blocks[0][1]
+    assert "--case" not in top and md.index(top) < md.index("## Coverage")
+    argv = _pasted_argv(top, tmp_path)
+    assert argv[argv.index(b"-c") + 1].decode() == PYWRITER
+
+
+def test_md_command_is_inline_for_one_line_and_a_block_otherwise():
+    assert report.md_command("a b") == ("`a b`", [])
+    inline, block = report.md_command("a 'x\ny'")
+    assert inline == "(below)" and block[1:4] == ["```sh", "a 'x\ny'", "```"]
+    # a command holding a fence gets a longer one
+    inline, block = report.md_command("echo '```\n'")
+    assert block[1] == "````sh" and block[3] == "````"

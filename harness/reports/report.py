@@ -1086,6 +1086,21 @@ def md_code(text):
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def md_command(text):
+    """A shell command in Markdown as (inline, block): a one-line command
+    is an inline code span and no block; a command of several lines (an
+    argument that holds newlines, `python3 -c '...'`) cannot be one, since
+    a code span joins its lines into one, and pasted that way it is
+    another command. Its inline part then says it follows, and its block
+    is a fenced `sh` block at the left margin, the command verbatim (a
+    block indented into a list item would indent its lines as well)."""
+    text = _clean(text).strip("\n")
+    if "\n" not in text:
+        return md_code(text), []
+    fence = _md_fence(text)
+    return "(below)", ["", f"{fence}sh", text, fence, ""]
+
+
 def md_cell(text, code=False):
     """A table cell: GFM splits cells on '|' even inside code spans, so it
     is escaped in both."""
@@ -1119,12 +1134,20 @@ def _markdown_text(cases, summary, lessons):
     para = " ".join(md_text(s) for s in summary_sentences(summary))
     para = para.replace(f"{word}", f"**{word}**", 1)
     facts = run_facts(summary)
-    fact_text = "; ".join(
-        f"{label} {md_code(value) if label == 'command' else md_text(value)}"
-        for label, value in facts)
+    command_block = []
+
+    def fact(label, value):
+        nonlocal command_block
+        if label != "command":
+            return f"{label} {md_text(value)}"
+        inline, command_block = md_command(value)
+        return f"{label} {inline}"
+    fact_text = "; ".join(fact(label, value) for label, value in facts)
     if fact_text:
         para += f" Run: {fact_text}."
     out += [para, ""]
+    if command_block:
+        out += command_block[1:]
 
     out += ["## Coverage", ""]
     lines = coverage_lines(summary)
@@ -1212,7 +1235,8 @@ def _markdown_text(cases, summary, lessons):
                     f"Broken by {md_code(lesson['variant'])}; caught by "
                     f"{md_code(lesson['case_id'])} "
                     f"(**{md_text(lesson['verdict'])}**). Reproduce: "
-                    f"{md_code(lesson['reproduce'])}", ""]
+                    f"{md_command(lesson['reproduce'])[0]}", ""]
+            out += md_command(lesson["reproduce"])[1][1:]
             if lesson.get("why"):
                 out += [f"Why it is caught: {md_text(lesson['why'])}", ""]
             diff = _clean(lesson["diff"]).rstrip("\n")
@@ -1240,7 +1264,10 @@ def _md_case_line(case):
     if case.get("finding"):
         line += ": " + md_text(case["finding"])
     if case.get("reproduce"):
-        line += " — " + md_code(case["reproduce"])
+        inline, block = md_command(case["reproduce"])
+        line += " — reproduce " + inline if block else " — " + inline
+        # a block ends the list item: the next case starts a list anew
+        return "\n".join([line] + block)
     return line
 
 
