@@ -1,6 +1,6 @@
 """What the console says at the end of a sweep, as a user reads it: a
 "why" under every FINDING, the finding of a `--case` rerun even when its
-case passes, a note when every finding is a caught variant, expectations
+case passes, the caught variants' defects (CAUGHT), expectations
 no case applies to reported as not run (never NOT CAUGHT), and "fixed"
 said only of a variant whose every case is ok."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.reports import console  # noqa: E402
+from harness.reports import console, report  # noqa: E402
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 SPECS = ROOT / "workloads" / "specs"
@@ -58,15 +58,30 @@ def test_every_finding_says_why(tmp_path):
 
 
 def test_caught_variants_and_a_rerun_of_one(tmp_path):
+    """Issue 30: a sweep of one buggy variant, the guide's first exercise
+    ("read its findings"), printed none: a caught finding passes. Its
+    defect is now printed (CAUGHT n of N), with its first case's finding,
+    why and reproduce command; FINDING stays the word of failures."""
     r = cc("run", "--out", tmp_path / "all", SPECS / "fsync-retry.toml")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "crashcheck: all 2 findings are of buggy variants caught as " \
-        "their specs expect: a pass, so none is printed" in r.stdout
+        "their specs expect (CAUGHT above): a pass" in r.stdout
     assert "FINDING" not in r.stdout
     caught = [c for c in json.loads(
         (tmp_path / "all" / "results.json").read_text())["cases"]
         if c["verdict"] == "unreported-error"]
-    one = caught[0]
+    one = min(caught, key=lambda c: c["id"])
+    lines = r.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines)
+                if line.startswith("CAUGHT 1 of 1: unreported-error: "))
+    assert lines[head].endswith(
+        "seen in 2 cases, as the spec of fsync-retry expects"), lines[head]
+    assert lines[head + 1] == (f"  CAUGHT {one['id']}: unreported-error: "
+                               f"{one['finding']}")
+    assert lines[head + 2] == "    why: " + console.first_sentence(
+        one["explanation"])
+    assert lines[head + 3] == f"    reproduce: {one['reproduce']}"
+    assert lines[head + 4] == "  and 1 more case (report.md, report.html)"
     r = cc("run", "--out", tmp_path / "one", SPECS / "fsync-retry.toml",
            "--case", one["id"])
     assert r.returncode == 0, r.stdout + r.stderr
@@ -134,3 +149,31 @@ def test_not_caught_names_what_a_naive_fix_still_shows(tmp_path):
         "call=fsync(target.tmp)#1), got only ok, unreported-error" in r.stdout
     assert "  naive: not fixed: its cases still show unreported-error" in r.stdout
     assert "every case is ok" not in r.stdout
+
+
+def test_many_caught_defects_are_one_line_each_with_a_command(tmp_path):
+    """More than report.CAUGHT_IN_FULL caught defects (make run): each
+    on its CAUGHT line and the reproduce command of its first case, no
+    more, so that the corpus's pass stays short."""
+    specs = [SPECS / f"{n}.toml" for n in (
+        "fsync-unchecked", "fsync-retry", "close-unchecked",
+        "fclose-unchecked", "mmap-msync-unchecked", "short-write-ignored")]
+    r = cc("run", "--out", tmp_path / "o", "--faults", "eio,short", *specs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    caught = [d for d in doc["summary"]["defects"] if d["status"] == "caught"]
+    assert len(caught) > report.CAUGHT_IN_FULL
+    heads = [line for line in r.stdout.splitlines()
+             if line.startswith("CAUGHT ")]
+    assert len(heads) == len(caught)
+    assert r.stdout.count("    reproduce: ") == len(caught)
+    assert "    why: " not in r.stdout
+
+
+def test_counts_are_singular_for_one(tmp_path):
+    """"1 case, 1 finding", "1 baseline run (1 job)": issue 30."""
+    r = cc("audit", "--out", tmp_path / "o", "--jobs", "1", "--faults",
+           "baseline", "--", "true", "{target}", "{new}")
+    assert r.returncode == 1, r.stderr
+    assert "crashcheck: recording 1 baseline run (1 job)" in r.stderr
+    assert "crashcheck: 1 case, 1 finding (0 defects), 1 failed" in r.stdout

@@ -190,7 +190,7 @@ trap 's=$?; case $s in 1|137) ;; *) echo "status $s: $BASH_COMMAND" >>"$DOCS_ERR
 
 def normal(line):
     """What may differ from machine to machine: the number of jobs."""
-    return re.sub(r"\(\d+ jobs\)", "(N jobs)", line.rstrip())
+    return re.sub(r"\(\d+ jobs?\)", "(N jobs)", line.rstrip())
 
 
 def match_output(expected, got):

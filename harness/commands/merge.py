@@ -147,7 +147,8 @@ def cmd_merge(args):
     out = outdir.claim(out)
     summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
     sarif.write(out / "results.sarif", cases, summary)
-    for line in report.console_lines(cases, summary):
+    for line in report.caught_lines(cases, summary) + \
+            report.console_lines(cases, summary):
         print(line)
     for line in summary["not_caught"]:
         print(f"NOT CAUGHT {line}")

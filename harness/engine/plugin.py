@@ -719,8 +719,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return          # told already (_say_interrupted)
     rerun = bool(config.getoption("--cc-case"))
     failed = [r for r in state.results if not r["passed"]]
-    # one line per defect (findings grouped by root cause), its cases
-    # under it, each with the first sentence of its explanation
+    # what the buggy variants were caught at (a rerun of one case says
+    # CAUGHT below), then one line per failing defect (findings grouped
+    # by root cause), its cases under it, each with the first sentence
+    # of its explanation
+    if not rerun:
+        for line in report.caught_lines(state.results, state.summary):
+            tw.line(line)
     for line in report.console_lines(state.results, state.summary):
         tw.line(line)
     if rerun:
@@ -748,20 +753,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                       complete=not selected):
         tw.line(line)
     defects = s.get("defects") or []
-    counts = (f"crashcheck: {len(state.results)} cases, "
-              f"{s.get('findings', 0)} findings ({len(defects)} "
-              f"defect{'' if len(defects) == 1 else 's'}), "
-              f"{len(failed)} failed")
+    plural = report.plural
+    counts = (f"crashcheck: {plural(len(state.results), 'case')}, "
+              f"{plural(s.get('findings', 0), 'finding')} "
+              f"({plural(len(defects), 'defect')}), {len(failed)} failed")
     if s.get("variants") or state.not_caught:
-        counts += f", {len(state.not_caught)} variants not caught"
+        counts += (f", {plural(len(state.not_caught), 'variant')} not "
+                   "caught")
     tw.line(counts)
     caught = s.get("caught", 0)
     if caught and not failed and not rerun:
         tw.line(f"crashcheck: {'all ' if caught > 1 else ''}{caught} "
                 f"finding{'s' if caught != 1 else ''} "
                 f"{'are' if caught != 1 else 'is'} of buggy variants caught "
-                "as their specs expect: a pass, so none is printed "
-                "(report.html lists them)")
+                "as their specs expect (CAUGHT above): a pass")
     if state.not_run:
         n = len(state.not_run)
         tw.line(f"crashcheck: {n} expectation{'s' if n != 1 else ''} of "

@@ -791,8 +791,9 @@ def enumerate_cases(specs, settings, log=print):
     # the trees' starts, once each, before any run copies them
     for combo in all_combos:
         start_tree(combo, work)
-    log(f"crashcheck: recording {len(all_combos)} baseline runs "
-        f"({settings.jobs} jobs)")
+    runs = len(all_combos)
+    log(f"crashcheck: recording {runs} baseline run{'' if runs == 1 else 's'} "
+        f"({settings.jobs} job{'' if settings.jobs == 1 else 's'})")
 
     def baseline(i):
         combo = all_combos[i]

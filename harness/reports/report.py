@@ -799,8 +799,10 @@ def _when(value):
     return str(value)
 
 
-def _plural(n, word, plural=None):
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
+def plural(n, word, many=None):
+    """'1 case', '2 cases' ('1 defect', '3 more cases': MANY when not
+    WORD + 's')."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def outcome_word(summary):
@@ -817,12 +819,12 @@ def summary_sentences(summary):
     """The one-paragraph story of the run, as plain-text sentences."""
     s = summary
     verdict = outcome_word(s)
-    found = _plural(s["findings"], "finding")
+    found = plural(s["findings"], "finding")
     if s["findings"]:
-        found += f" ({_plural(len(s['defects']), 'defect')})"
+        found += f" ({plural(len(s['defects']), 'defect')})"
     counts = [found,
-              _plural(s["failed"], "failure"),
-              _plural(s["harness_errors"], "harness error"),
+              plural(s["failed"], "failure"),
+              plural(s["harness_errors"], "harness error"),
               f"{s['skipped']} skipped"]
     if s.get("interrupted") and not s["interrupted"]["of"]:
         first = (f"{verdict} ({s['interrupted']['by']}) before its cases "
@@ -830,14 +832,14 @@ def summary_sentences(summary):
     elif s.get("interrupted"):
         i = s["interrupted"]
         first = (f"{verdict} ({i['by']}): {i['ran']} of "
-                 f"{_plural(i['of'], 'case')} ran, " + ", ".join(counts)
+                 f"{plural(i['of'], 'case')} ran, " + ", ".join(counts)
                  + "; the rest were never judged.")
     else:
-        first = (f"{verdict}: {_plural(s['cases'], 'case')}, "
+        first = (f"{verdict}: {plural(s['cases'], 'case')}, "
                  + ", ".join(counts) + ".")
     out = [first]
     if s.get("missing") and not s.get("interrupted"):
-        out.append(f"{_plural(s['missing'], 'case')} of the "
+        out.append(f"{plural(s['missing'], 'case')} of the "
                    f"{s['expected']} the run was to judge have no result: "
                    "the run is not a pass.")
     # (how many, as one, as several): the findings that did not fail
@@ -856,12 +858,12 @@ def summary_sentences(summary):
         if n:
             out.append(f"Of the findings, {n} " + (one if n == 1 else many))
     if s.get("recovered"):
-        out.append(f"{_plural(s['recovered'], 'case')} recovered from a "
+        out.append(f"{plural(s['recovered'], 'case')} recovered from a "
                    "fault on the data path.")
     var = s["variants"]
     if var or s["not_caught"]:
         met = sum(v["met"] for v in var)
-        line = (f"Buggy variants: {met} of {_plural(len(var), 'expectation')}"
+        line = (f"Buggy variants: {met} of {plural(len(var), 'expectation')}"
                 " met")
         if s["not_caught"]:
             line += (f", {len(s['not_caught'])} not caught (a failure of the "
@@ -875,7 +877,7 @@ def summary_sentences(summary):
                    "the case proved nothing and counts as a failure.")
     if s.get("unseen"):
         n = len(s["unseen"])
-        out.append(f"{_plural(n, 'change')} to the files "
+        out.append(f"{plural(n, 'change')} to the files "
                    f"{'was' if n == 1 else 'were'} made by calls crashcheck "
                    "cannot see (Coverage).")
     return out
@@ -1033,7 +1035,7 @@ def console_lines(cases, summary, per_defect=10):
     failing = [d for d in summary["defects"] if d["status"] == "failed"]
     for n, d in enumerate(failing, 1):
         lines.append(f"DEFECT {n} of {len(failing)}: {d['title']}: seen in "
-                     f"{_plural(d['cases'], 'case')}")
+                     f"{plural(d['cases'], 'case')}")
         members = [c for c in _defect_cases(d, by_id) if not c["passed"]]
         for c in members[:per_defect]:
             lines.append(f"  FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
@@ -1054,6 +1056,46 @@ def console_lines(cases, summary, per_defect=10):
                 lines.append(f"  why: {why}")
             if c.get("reproduce"):
                 lines.append(f"  reproduce: {c['reproduce']}")
+    return lines
+
+
+# a run that caught at most this many defects of buggy variants shows
+# each one's first case in full (a student sweeping one variant); more
+# (make run) show each defect on one line and its first case's command
+CAUGHT_IN_FULL = 5
+
+
+def caught_lines(cases, summary):
+    """The findings of buggy variants caught as their specs expect, for a
+    terminal: they pass, yet they are what a sweep of a variant is run
+    to see. Each caught defect on one line (CAUGHT n of N: ...) with the
+    reproduce command of its first case; with at most CAUGHT_IN_FULL of
+    them, that case's finding and the first sentence of its
+    explanation too."""
+    by_id = {c["id"]: c for c in cases}
+    caught = [d for d in summary["defects"] if d["status"] == "caught"]
+    full = len(caught) <= CAUGHT_IN_FULL
+    lines = []
+    for n, d in enumerate(caught, 1):
+        members = [c for c in _defect_cases(d, by_id)
+                   if status(c) == "caught"]
+        if not members:
+            continue
+        lines.append(f"CAUGHT {n} of {len(caught)}: {d['title']}: seen in "
+                     f"{plural(len(members), 'case')}, as the spec of "
+                     f"{d.get('workload') or members[0]['workload']} expects")
+        first = members[0]
+        if full:
+            lines.append(f"  CAUGHT {first['id']}: {first['verdict']}: "
+                         f"{first.get('finding') or ''}")
+            why = first_sentence(first.get("explanation"))
+            if why:
+                lines.append(f"    why: {why}")
+        if first.get("reproduce"):
+            lines.append(f"    reproduce: {first['reproduce']}")
+        if full and len(members) > 1:
+            lines.append(f"  and {plural(len(members) - 1, 'more case')} "
+                         "(report.md, report.html)")
     return lines
 
 
@@ -1184,13 +1226,13 @@ def _markdown_text(cases, summary, lessons):
                 "| --- | --- | --- |"]
         for v in summary["variants"]:
             if v["met"]:
-                result = (f"caught by {_plural(v['caught'], 'case')}, e.g. "
+                result = (f"caught by {plural(v['caught'], 'case')}, e.g. "
                           + md_cell(v["caught_by"][0], code=True))
             elif summary["variants_judged"]:
-                result = (f"**NOT CAUGHT** in {_plural(v['cases'], 'case')}"
+                result = (f"**NOT CAUGHT** in {plural(v['cases'], 'case')}"
                           " it applied to")
             else:
-                result = (f"not seen in {_plural(v['cases'], 'case')} here "
+                result = (f"not seen in {plural(v['cases'], 'case')} here "
                           "(judged when the shards are merged)")
             out.append(f"| {md_cell(v['workload'])} | "
                        f"{md_cell(expect_text(v['expect']))} | {result} |")
@@ -1224,7 +1266,7 @@ def _markdown_text(cases, summary, lessons):
             shown = ", ".join(md_code(i) for i in ids[:MD_SKIP_IDS])
             more = (f" and {len(ids) - MD_SKIP_IDS} more"
                     if len(ids) > MD_SKIP_IDS else "")
-            out.append(f"- {md_text(reason)} — {_plural(len(ids), 'case')}: "
+            out.append(f"- {md_text(reason)} — {plural(len(ids), 'case')}: "
                        f"{shown}{more}")
         out.append("")
 
@@ -1284,8 +1326,8 @@ def _md_findings(cases, summary):
     groups = summary["defects"]
     if groups:
         n = sum(d["cases"] for d in groups)
-        out += [f"{_plural(len(groups), 'defect')}, seen in "
-                f"{_plural(n, 'case')}: the cases of one defect share "
+        out += [f"{plural(len(groups), 'defect')}, seen in "
+                f"{plural(n, 'case')}: the cases of one defect share "
                 "its verdict, the rule it breaks and the call that decided "
                 "it.", ""]
 
@@ -1294,7 +1336,7 @@ def _md_findings(cases, summary):
         mark = {"caught": "✓ ", "known": "(known) ",
                 "ignored": "(ignored) "}.get(d["status"], "")
         out.extend([f"### {i}. {mark}{md_text(d['title'])} — "
-                    f"{_plural(d['cases'], 'case')}", ""])
+                    f"{plural(d['cases'], 'case')}", ""])
         members = _defect_cases(d, by_id)
         if members[0].get("explanation"):
             out.extend([md_text(members[0]["explanation"]), ""])
@@ -1654,8 +1696,8 @@ def _html_findings(cases, summary, blocks):
          "reproduces it.</p>"]
     if groups:
         n = sum(d["cases"] for d in groups)
-        h.append(f"<p><b>{esc(_plural(len(groups), 'defect'))}</b>, seen in "
-                 f"{esc(_plural(n, 'case'))}.</p>")
+        h.append(f"<p><b>{esc(plural(len(groups), 'defect'))}</b>, seen in "
+                 f"{esc(plural(n, 'case'))}.</p>")
 
     def defect(i, d):
         members = _defect_cases(d, by_id)
@@ -1663,7 +1705,7 @@ def _html_findings(cases, summary, blocks):
         h.append(f'<article class="defect c-{st}"><h3>{i}. '
                  f'<span class="v">{esc(d["verdict"])}</span> '
                  f"{esc(d['title'].partition(': ')[2] or d['title'])} "
-                 f'<span class="count">seen in {esc(_plural(d["cases"], "case"))}'
+                 f'<span class="count">seen in {esc(plural(d["cases"], "case"))}'
                  "</span></h3>")
         if members[0].get("explanation"):
             h.append(f'<p class="explanation">{esc(members[0]["explanation"])}</p>')
@@ -1891,12 +1933,12 @@ def _html_text(cases, summary, lessons):
                 if first in listed_ids:
                     ref = f'<a href="#{_anchor(first)}">{ref}</a>'
                 result = (f'<span class="s-caught">caught</span> by '
-                          f"{esc(_plural(v['caught'], 'case'))}, e.g. {ref}")
+                          f"{esc(plural(v['caught'], 'case'))}, e.g. {ref}")
             elif s["variants_judged"]:
                 result = ('<span class="tag uncaught">NOT CAUGHT</span> in '
-                          f"{esc(_plural(v['cases'], 'case'))} it applied to")
+                          f"{esc(plural(v['cases'], 'case'))} it applied to")
             else:
-                result = (f"not seen in {esc(_plural(v['cases'], 'case'))} "
+                result = (f"not seen in {esc(plural(v['cases'], 'case'))} "
                           "here (judged when the shards are merged)")
             h.append(f"<tr><td>{esc(v['workload'])}</td>"
                      f"<td>{esc(expect_text(v['expect']))}</td>"
@@ -1973,7 +2015,7 @@ def _failure_text(case, defect=None):
     parts = [f"{case['verdict']}: {case.get('finding') or ''}".rstrip(": ")]
     if defect is not None:
         parts.append(f"defect: {defect['title']} (seen in "
-                     f"{_plural(defect['cases'], 'case')}, key {defect['key']})")
+                     f"{plural(defect['cases'], 'case')}, key {defect['key']})")
     if isinstance(case.get("location"), dict) and case["location"].get("text"):
         loc = case["location"]
         parts.append(f"location: {loc['text']} ({loc.get('object')}+"
