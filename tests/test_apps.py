@@ -534,3 +534,24 @@ def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):
     assert status == 1 and re.fullmatch(
         r"hg log warns: warning: ignoring unknown working parent "
         r"[0-9a-f]{12}!", said), said
+
+
+def test_scripts_apps_help_and_a_directory_not_its_own(tmp_path):
+    """`scripts/apps --help` prints its usage (it was "unknown option",
+    issue 30); --out is an output directory like crashcheck's, refused
+    when it holds the user's files and no marker (it wrote summary.md
+    into any directory), one line, exit 2."""
+    apps = ROOT / "scripts" / "apps"
+    r = subprocess.run([str(apps), "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "scripts/apps [--out DIR] [--list] [--summary]" in r.stdout
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.md").write_text("mine\n")
+    r = subprocess.run([str(apps), "--out", str(mine), "--summary"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith(f"apps: --out: '{mine}' is not empty and not "
+                               "crashcheck's") and r.stderr.count("\n") == 1
+    assert sorted(os.listdir(mine)) == ["notes.md"]

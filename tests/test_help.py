@@ -50,16 +50,48 @@ def test_each_verdicts_meaning_stands_alone():
 def test_help_plans_lists_the_call_table():
     r = cc("help", "plans")
     assert r.returncode == 0, r.stderr
-    assert "RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION" in r.stdout
+    grammar = "RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' [ '+' ] ] '=' ACTION"
+    assert grammar in r.stdout
+    # the reference's grammar is the same (issue 30: help lacked ++)
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    assert grammar in reference
+    # and so is the man page's PLANS section
+    page = manpage.page().replace("\\-", "-").replace("\\e", "\\")
+    plans = page[page.index(".SH PLANS"):]
+    plans = plans[:plans.index("\n.SH ", 1)]
+    assert "++" in plans and grammar.split(":= ")[1] in plans, plans[:800]
+    assert re.search(r"^  \+\+ +with a glob: fire on that call, then on "
+                     r"every later", r.stdout, re.M), r.stdout
     for name in calls.table():
         assert re.search(rf"^  {re.escape(name)} +\S", r.stdout, re.M), name
     # every example it gives is a plan planck accepts
     from harness.engine import plan
-    m = re.search(r"^Examples: (.*)\n {10}(.*)$", r.stdout, re.M)
-    words = " ".join(m.groups()).replace("'", "").split()
-    assert len(words) >= 5
+    m = re.search(r"^Examples: (.*)((?:\n {10}.*)*)$", r.stdout, re.M)
+    words = (m.group(1) + m.group(2)).replace("'", "").split()
+    assert len(words) >= 6 and "write(target.tmp)#3++=ENOSPC" in words
     for w in words:
         assert plan.parse(w)["rules"], w
+
+
+def test_help_verdicts_says_what_a_retried_fsync_is_as_the_contract_does():
+    """A program that retries a failed fsync and exits 0 is
+    unreported-error when it said nothing, not-durable when it printed
+    the error (docs/crash-model.md); help once called both not-durable."""
+    text = " ".join(cc("help", "verdicts").stdout.split())
+    assert ("unreported-error when the program said nothing of the failure, "
+            "not-durable when it printed the error and exited 0 all the "
+            "same") in text
+    contract = " ".join((ROOT / "docs" / "crash-model.md").read_text().split())
+    assert ("`unreported-error` when it said nothing of the failure, "
+            "`not-durable` when it printed the error") in contract
+
+
+def test_help_into_a_closed_pipe_is_quiet():
+    """`crashcheck help plans | head -1`: no BrokenPipeError traceback."""
+    r = subprocess.run(f"'{CRASHCHECK}' help plans | head -1", shell=True,
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout == "A plan names the calls to fail and how:\n"
+    assert r.stderr == "", r.stderr
 
 
 def test_help_without_topic_and_bad_topic():

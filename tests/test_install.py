@@ -113,6 +113,39 @@ def test_man_page_renders(installed):
     assert (g.returncode, g.stderr) == (0, ""), g.stderr
 
 
+def test_man_finds_the_page_once_the_prefix_is_on_path(tmp_path):
+    """Issue 30: `make install PREFIX=...` then `man crashcheck` said "No
+    manual entry" for a prefix man does not search. man looks beside
+    every directory of PATH: the install says to put PREFIX/bin there
+    when it is not, and then man finds the page, with no MANPATH."""
+    if shutil.which("man") is None:
+        pytest.fail("man is not installed (scripts/install-deps installs "
+                    "man-db)")
+    prefix = tmp_path / "home" / ".local"
+    r = make("install", f"PREFIX={prefix}")
+    try:
+        bin_dir = prefix / "bin"
+        assert (f"scripts/install: {bin_dir} is not on PATH: add it (export "
+                f'PATH="{bin_dir}:$PATH") to run crashcheck by its name and '
+                "to read man crashcheck") in r.stdout, r.stdout
+        env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+        lost = run(["man", "-w", "crashcheck"], cwd="/", env=env)
+        assert str(prefix) not in lost.stdout, lost.stdout
+        env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        found = run(["man", "-w", "crashcheck"], cwd="/", env=env)
+        assert found.stdout.strip() == str(
+            prefix / "share" / "man" / "man1" / "crashcheck.1"), found
+        # on PATH already: nothing to say
+        again = subprocess.run(
+            ["make", "-s", "--no-print-directory", "-C", str(ROOT), "install",
+             f"PREFIX={prefix}"], cwd="/", capture_output=True, text=True,
+            timeout=300, env=env)
+        assert again.returncode == 0, again.stderr
+        assert "is not on PATH" not in again.stdout
+    finally:
+        make("uninstall", f"PREFIX={prefix}")
+
+
 def test_uninstall_removes_what_it_installed_only(tmp_path):
     prefix = tmp_path / "p" / "usr"
     (prefix / "bin").mkdir(parents=True)

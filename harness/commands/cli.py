@@ -520,6 +520,13 @@ def main(argv=None):
         status = EXIT_INTERRUPTED
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`crashcheck help plans | head -1`): what
+        # is left unwritten goes nowhere, as a program killed by SIGPIPE
+        # would end, and Python's flush at exit must not complain
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     finally:
         # nothing a command started runs on after it; a refused command
         # leaves no directory it made

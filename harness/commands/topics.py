@@ -80,7 +80,9 @@ def verdicts(width=78):
               crash state after exit, is ok ("recovered"). Calling fsync
               again on the same data is not a recovery: after a failed
               fsync Linux drops the dirty data it covered, so the retry
-              succeeds and the data is still not on disk (not-durable).""", width),
+              succeeds and the data is still not on disk: unreported-error
+              when the program said nothing of the failure, not-durable when
+              it printed the error and exited 0 all the same.""", width),
         "",
         _para("""Buggy variants (specs with [[expect]]): a case passes when
               its verdict is one the spec expects of it (the variant is
@@ -107,15 +109,21 @@ def plans(width=78):
         "A plan names the calls to fail and how:",
         "",
         "  PLAN   := RULE (';' RULE)*",
-        "  RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION",
+        "  RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' [ '+' ] ] '=' ACTION",
         "  ACTION := ERRNO-NAME | 'short' [ ':' BYTES ] | 'crash' | 'crash-after'",
         "",
         *_table([
             ("N", "counts calls to CALL from 1, across the whole process "
                   "tree; with (GLOB), only calls on a path matching it "
-                  "(fnmatch, against the full path and its last component)"),
-            ("+", "fire on that call and every later one (a full disk "
-                  "stays full)"),
+                  "(fnmatch, against the full path, its last component and "
+                  "its path relative to the work directory)"),
+            ("+", "fire on that call and every later one it counts (a "
+                  "full disk stays full; with a glob, every later call on "
+                  "a matching path)"),
+            ("++", "with a glob: fire on that call, then on every later "
+                   "call of CALL on any path (the sweep's persistent "
+                   "faults: a disk that filled up there fails every "
+                   "file's writes)"),
             ("ERRNO-NAME", "fail the call with that errno: EIO, ENOSPC, "
                            "EINTR, EDQUOT, EFBIG, EROFS, ..."),
             ("short[:B]", "really write B bytes (default half, at least 1; "
@@ -126,6 +134,7 @@ def plans(width=78):
         ], width),
         "",
         "Examples: fsync#1=EIO  write#3+=ENOSPC  write(*.tmp)#2=short:100",
+        "          write(target.tmp)#3++=ENOSPC",
         "          rename#1=crash  'fsync#1=EIO;rename#1=crash'",
         "",
         _para("""Try one with `crashcheck trace -- PROGRAM ARGS` (the calls
