@@ -317,3 +317,43 @@ def test_real_programs_table_matches_its_audits(fresh_tree):
                          f"{'does not name' if s['harness_errors'] else 'names'}"
                          f" one")
     assert not wrong, "\n".join(wrong)
+
+
+def _cited_sections():
+    """(file, section) of every `crash-model.md, "SECTION"` (or `:`)
+    citation in the tree's sources and docs, the comment markers of
+    continued lines taken out."""
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT)
+        if not path.is_file() or rel.parts[0] in (".git", "results") or \
+                path.suffix not in (".c", ".h", ".py", ".toml", ".md", "") or \
+                rel in (Path("docs/crash-model.md"),
+                        Path("tests/test_docs.py")):
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "crash-model.md" not in text:
+            continue
+        flat = " ".join(re.sub(r"^\s*(?:\*|#|//)?\s*", "", line)
+                        for line in text.splitlines())
+        for m in re.finditer(r'crash-model\.md[,:]? "([^"]+)"', flat):
+            found.append((str(rel), " ".join(m.group(1).split())))
+    return found
+
+
+def test_crash_model_sections_cited_exist():
+    """A source or doc that sends its reader to a section of the
+    contract names one that is there: a heading of docs/crash-model.md,
+    or its start (fsync-retry.c cited "Linux fsync-failure semantics",
+    a section renamed long ago; issue 30)."""
+    headings = [" ".join(m.group(1).replace("`", "").split()) for m in
+                re.finditer(r"^#+ (.*)$", (ROOT / "docs" / "crash-model.md")
+                            .read_text(), re.M)]
+    cited = _cited_sections()
+    assert len(cited) >= 5, cited
+    wrong = [(f, s) for f, s in cited
+             if not any(h.startswith(s.replace("`", "")) for h in headings)]
+    assert not wrong, (wrong, headings)

@@ -579,6 +579,19 @@ def test_junit(tmp_path):
     assert props["seed"] == "7"
 
 
+def test_junit_classnames_name_the_workload_and_strategy(tmp_path):
+    """crashcheck.replace.stdio for a spec's case; an audit's cases have
+    no strategy, and their class is crashcheck.mytool (it was
+    crashcheck.mytool.-, issue 30)."""
+    cases = [mk("replace-stdio-4096B-baseline", kind="baseline"),
+             mk("mytool-baseline", workload="mytool", strategy=None,
+                kind="baseline", size=None)]
+    root = ET.fromstring(report.junit_bytes(cases, META))
+    classes = {tc.get("name"): tc.get("classname") for tc in root.iter("testcase")}
+    assert classes["replace-stdio-4096B-baseline"] == "crashcheck.replace.stdio"
+    assert classes["mytool-baseline"] == "crashcheck.mytool"
+
+
 def test_junit_counts_match_a_clean_run(tmp_path):
     cases = [mk(f"w-stdio-{i}B-eio") for i in range(5)]
     root = ET.fromstring(report.junit_bytes(cases, {}))

@@ -1,6 +1,6 @@
 """Names live in directories: the trace and the explorer over a whole tree.
 
-crash-model.md, "Names live in directories": under posix each directory is
+crash-model.md, "What makes data durable": under posix each directory is
 its own unit (a rename between two directories needs both directories'
 fsync, a new directory's name its parent's, its entries its own), an
 O_TMPFILE file has no name until linkat, link and symlink add a name like

@@ -23,8 +23,8 @@ command      required. Non-empty list of strings, the argv to run. The
              given.
 strategies   optional. Non-empty list of distinct names ([a-z0-9][a-z0-9_-]*),
              e.g. ["stdio", "direct", "sync", "mmap"]; one case family each.
-contract     "atomic", "in-place" or "tree" (crash-model.md, "Contracts and
-             verdicts").
+contract     "atomic", "in-place" or "tree" (crash-model.md,
+             "Contracts").
 check        a checker argv (non-empty list of strings, same placeholders
              as command) run in each state's directory, with
              CRASHCHECK_EXPECT set to "new" (the program had exited 0) or

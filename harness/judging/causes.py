@@ -6,7 +6,7 @@ The oracle judges an outcome and names the cause of a finding
 decided it). This module works on the trace around it:
 
 - on_data_path(): whether a faulted call could lose or corrupt data
-  (crash-model.md, "Where a run starts, and which calls are on the data
+  (crash-model.md, "Where a run starts, and what is on the data
   path"): a write or close on a descriptor open for writing, a sync, a
   change of a name in the tree. A close of a read-only descriptor, an
   open, an mmap are not: a fault there is judged by the outcome alone.

@@ -23,7 +23,7 @@ otherwise):
                        the sweep's trace came from a failing run.
     Then, for a program that exited 0 (it claims success) after a hard
     fault (ENOSPC, EIO) fired on a data-path call (crash-model.md, "Where
-    a run starts, and which calls are on the data path"): the program
+    a run starts, and what is on the data path"): the program
     *noticed* it when its stderr names the error (noticed()) or it
     repeated the failed call until it succeeded (a retry: the program saw
     the error; whether the retry saved the data is for the crash states to

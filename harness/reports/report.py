@@ -2094,8 +2094,11 @@ def _junit_bytes(cases, s):
     defect_of = {i: d for d in s["defects"] for i in d["ids"]}
     for case in cases:
         attrs = {
-            "classname": _clean(f"crashcheck.{case['workload']}."
-                                f"{case.get('strategy') or '-'}"),
+            # crashcheck.replace.stdio; an audit's, which has no
+            # strategy, crashcheck.mytool
+            "classname": _clean(".".join(
+                ["crashcheck", case["workload"]]
+                + ([case["strategy"]] if case.get("strategy") else []))),
             "name": _clean(case["id"]),
             "time": f"{float(case.get('duration') or 0):.3f}"}
         loc = case.get("location")

@@ -11,7 +11,7 @@
  * dropped), so the retry has nothing left to write and succeeds. The
  * program then renames a file whose content may never reach the disk over
  * the target and exits 0. (Rebello et al., USENIX ATC 2020, measured this
- * on ext4, XFS and Btrfs; crash-model.md, "Linux fsync-failure semantics".)
+ * on ext4, XFS and Btrfs; crash-model.md, "When fsync fails".)
  *
  * Rule broken ("Checking For Errors"): an fsync error is the report that
  * data was lost; the only honest answers are to rewrite the data from a
