@@ -1,6 +1,7 @@
 """harness/reports/lessons.py: the C function extractor, the lessons list, and the
 teaching corpus it reads (workloads/variants + their specs)."""
 
+import os
 import re
 from pathlib import Path
 
@@ -359,3 +360,84 @@ def test_replaced_function_is_called_from_inside_the_library(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 77
     assert proc.stderr == "replace: this variant writes with stdio only, not sync\n"
+
+
+# ------------------------------------------------- what the texts claim
+#
+# The variants' headers and lessons teach facts about Linux; these check
+# the ones this machine can show (issue 30: eintr-fatal.c said any signal,
+# SIGCHLD or a resized terminal, failed the update; fsync-unchecked's
+# lesson said ENOSPC caught it).
+
+@pytest.fixture(scope="module")
+def eintrprobe(tmp_path_factory):
+    """tests/progs/eintrprobe.c, built."""
+    import shutil
+    import subprocess
+    exe = tmp_path_factory.mktemp("probe") / "eintrprobe"
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.fail("no C compiler 'cc' on PATH")
+    r = subprocess.run([cc, "-O0", "-Wall", "-Wextra", "-o", str(exe),
+                        str(ROOT / "tests" / "progs" / "eintrprobe.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def _probe(exe, *args):
+    import subprocess
+    r = subprocess.run([str(exe), *map(str, args)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = dict(kv.split("=") for kv in r.stdout.split())
+    assert int(got["signals"]) > 0, r.stdout      # the timer did fire
+    return int(got["eintr"])
+
+
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+@pytest.mark.parametrize("flags", ["restart", "norestart"])
+def test_a_caught_signal_does_not_interrupt_a_local_file_write(
+        eintrprobe, tmp_path, where, flags):
+    """eintr-fatal.c: a write to a regular file on a local filesystem is
+    interrupted by no signal the program survives, handler or not."""
+    base = tmp_path if where == "tmp" else Path("/dev/shm")
+    target = base / f"eintrprobe-{os.getpid()}-{flags}"
+    try:
+        assert _probe(eintrprobe, "file", target, flags) == 0
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_a_caught_signal_interrupts_a_blocked_pipe_write_without_sa_restart(
+        eintrprobe):
+    """eintr-fatal.c: a write blocked on a pipe fails with EINTR when a
+    handler without SA_RESTART runs; with SA_RESTART the kernel restarts
+    it and the program never sees EINTR."""
+    assert _probe(eintrprobe, "pipe", "norestart") > 0
+    assert _probe(eintrprobe, "pipe", "restart") == 0
+
+
+def test_fsync_uncheckeds_lesson_names_what_catches_it(tmp_path):
+    """The lesson says which faults catch fsync-unchecked: the one-shot
+    EIO of its temp file's fsync, not a persistent fault (ENOSPC, or EIO
+    on every later fsync), which fails the directory's fsync too, and the
+    variant checks that one. Swept, exactly those cases are findings."""
+    import json
+    import subprocess
+    spec = ROOT / "workloads" / "specs" / "fsync-unchecked.toml"
+    lesson = specmod.load(spec).lesson
+    assert "once with EIO" in lesson and "ENOSPC" in lesson, lesson
+    r = subprocess.run([str(ROOT / "scripts" / "crashcheck"), "run", "--out",
+                        str(tmp_path / "o"), "--faults", "eio,enospc",
+                        str(spec)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    cases = json.loads((tmp_path / "o" / "results.json").read_text())["cases"]
+    caught = sorted(c["id"].split("B-", 1)[1] for c in cases
+                    if c["verdict"] != "ok")
+    assert caught == ["fsync(target.tmp)#1=EIO"] * 2, caught
+    persistent = [c for c in cases if c["id"].endswith(
+        ("fsync(target.tmp)#1++=ENOSPC", "fsync(target.tmp)#1++=EIO"))]
+    assert len(persistent) == 4 and all(
+        c["exit"]["status"] == 1 and "fsync '.'" in c["stderr"]
+        for c in persistent), persistent

@@ -5,9 +5,15 @@
  * lib/put.c swapped for the copy below, which closes the temp file without
  * looking at what close returned.
  *
- * Defect: close can be the first call to report a failed write (EIO after
- * deferred write-back, NFS reporting at close, a quota charged late). The
- * copy drops that report, renames the file over the target and exits 0.
+ * Defect: close can be the first call to report a failed write. On NFS
+ * (and other network filesystems, and FUSE ones that implement flush)
+ * close writes back what is still cached and returns its error: EIO, or
+ * ENOSPC and EDQUOT, which NFS reports against a later write, fsync or
+ * close rather than the write that ran out of room (close(2)). On a local
+ * filesystem (ext4, XFS) close writes nothing back and reports no such
+ * error: there it surfaces at fsync. The copy drops what close reports,
+ * renames the file over the target and exits 0; the same binary may run
+ * on NFS.
  *
  * Rule broken ("Checking For Errors"): errors from writes are often
  * reported only by fsync, msync or close; check what each returns.

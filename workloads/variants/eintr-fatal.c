@@ -7,8 +7,23 @@
  *
  * Defect: a write interrupted by a signal before it wrote anything fails
  * with EINTR. Nothing went wrong with the data or the disk: the call just
- * has to be made again. The copy gives up instead, so any signal (a timer,
- * SIGCHLD, a resized terminal) makes the update fail for no reason.
+ * has to be made again. The copy gives up instead, and the update fails
+ * for no reason.
+ *
+ * When that happens (signal(7)): a signal must be caught, by a handler
+ * the program installed without SA_RESTART (with it the kernel restarts
+ * the write), while the write is blocked. A signal left at a default of
+ * ignoring it (SIGCHLD, SIGWINCH) interrupts nothing, and one whose
+ * default is to terminate leaves no program to see EINTR. And the write
+ * must be one that can block indefinitely: to a pipe, a socket or a
+ * terminal, or on a filesystem that lets a signal cut a request short
+ * (FUSE, whose server may answer an interrupted request with EINTR). A
+ * write to a regular file on a local filesystem (ext4, XFS, Btrfs,
+ * tmpfs) is interrupted by no signal the program survives; nor is one
+ * on NFS, where only SIGKILL interrupts a request since Linux 2.6.25
+ * (its `intr` mount option is ignored). The loop serves every kind of
+ * file, so it must retry: a target that is a FIFO, or lives on FUSE,
+ * makes the latent bug real.
  *
  * Rule broken ("Checking For Errors", and the sock_read example of "I/O
  * buffering", which retries on EINTR): tell transient errors from real
