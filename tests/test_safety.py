@@ -606,7 +606,8 @@ def test_a_directory_of_reports_without_the_marker_is_refused(tmp_path,
 
 
 @pytest.mark.parametrize("entry", ["cases", "README.txt", "state",
-                                   "report.md", "results.sarif", ".audit"])
+                                   "report.md", "results.sarif", ".audit",
+                                   ".work.kept"])
 def test_no_write_goes_through_a_link_in_a_marked_directory(tmp_path,
                                                             previous, entry):
     """A marked output directory whose cases/ (or any entry crashcheck
@@ -630,6 +631,25 @@ def test_no_write_goes_through_a_link_in_a_marked_directory(tmp_path,
                 "--strategy=stdio", "{target}", "{new}"])
     line = one_error_line(cli(*command))
     assert f"'{out / entry}' is a symbolic link" in line, line
+    assert tree(users) == {"keep.txt": b"mine\n"}
+
+
+def test_a_work_link_crashcheck_did_not_make_is_left_alone(tmp_path):
+    """.work is crashcheck's link into its scratch; one of the user's by
+    that name (to a directory of theirs) is neither followed nor
+    removed: one line, exit 2 (it used to be unlinked)."""
+    spec = small_spec(tmp_path)
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "keep.txt").write_text("mine\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".crashcheck").write_text("")
+    os.symlink(users, out / ".work")
+    line = one_error_line(cli("run", spec, "--out", out))
+    assert f"'{out / '.work'}' is a symbolic link crashcheck did not make" \
+        in line, line
+    assert os.readlink(out / ".work") == str(users)
     assert tree(users) == {"keep.txt": b"mine\n"}
 
 

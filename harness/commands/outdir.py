@@ -46,7 +46,8 @@ MARKER_TEXT = ("This directory holds crashcheck's output; crashcheck replaces "
 # from anything else): a symbolic link by one of these names would lead
 # its writes elsewhere, and is refused.
 ENTRIES = ("results.json", "report.md", "report.html", "junit.xml",
-           "results.sarif", "cases", ".audit", "README.txt", "state")
+           "results.sarif", "cases", ".audit", "README.txt", "state",
+           ".work.kept")
 # What a case's directory (cases/<id>/) holds, all of it crashcheck's.
 CASE_FILE = "result.json"
 

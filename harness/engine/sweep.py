@@ -1055,7 +1055,12 @@ def remove_work(work, refuse=False):
         if target.name.startswith(WORK_PREFIX) and \
                 target.parent == runner.scratch_base():
             shutil.rmtree(target, ignore_errors=True)
-        work.unlink()
+            work.unlink()
+        elif refuse:
+            # a link of the user's: neither followed nor removed
+            raise runner.SetupError(
+                f"--out: '{work}' is a symbolic link crashcheck did not "
+                "make: move it away")
     elif work.is_dir() and (work / CASES_FILE).is_file():
         shutil.rmtree(work, ignore_errors=True)
     elif os.path.lexists(work) and refuse:
