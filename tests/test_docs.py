@@ -473,3 +473,28 @@ def blocks_of(text):
     """[(info, body, line)] of TEXT's fenced blocks."""
     return [(m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1)
             for m in _FENCE.finditer(text)]
+
+
+def test_the_exit_status_table_is_one_table_of_distinct_rows():
+    """reference.md's "Exit statuses" is one table, not cut in two by
+    another section, and no status is listed twice for a command (issue
+    30: "Output directories" sat in its middle, and 130/143 came twice)."""
+    text = (ROOT / "docs" / "reference.md").read_text()
+    section = text[text.index("## Exit statuses\n"):]
+    section = section[:section.index("\n## ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    body = section[section.index(rows[0]):section.index(rows[-1])]
+    assert "\n\n" not in body and "#" not in body, "the table is cut"
+    keys = []
+    for row in rows[2:]:
+        status, commands = [c.strip() for c in row.strip("|").split("|")][:2]
+        for st in status.split(", "):
+            for cmd in commands.replace("`", "").split(", "):
+                keys.append((st, cmd.split()[0]))
+    dup = {k for k in keys if keys.count(k) > 1}
+    assert not dup, dup
+    assert ("2", "all") in keys and ("130", "run") in keys
+    # no row of exit statuses anywhere else in the page
+    status_row = re.compile(r"^\| (?:\d+|\d+\+N|other)(?:, \S+)* \| ", re.M)
+    assert len(status_row.findall(text)) == len(rows) - 2, \
+        [m for m in status_row.findall(text)]
