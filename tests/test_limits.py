@@ -450,10 +450,11 @@ def test_keep_runs_where_every_run_does(progs, tmp_path):
 
 
 def test_a_work_directory_not_ours_is_left_alone(progs, tmp_path):
-    """An --out holding a file named .work: one line, exit 2, the file
-    as it was."""
+    """A marked --out (crashcheck's) holding a file named .work that
+    crashcheck did not make: one line, exit 2, the file as it was."""
     out = tmp_path / "out"
     out.mkdir()
+    (out / ".crashcheck").write_text("")
     (out / ".work").write_text("mine\n")
     proc = crashcheck("audit", "--new", PROGS / "tmpwriter.c", "--out", out,
                       "--", progs / "tmpwriter", "{target}", "{new}")
