@@ -4,6 +4,7 @@
 #   make              build everything (workloads, faults, unit tests)
 #   make check        build, then run the Check unit tests and pytest
 #   make check-docs   run every example of README.md and docs/, slow ones too
+#                     (installs the programs the guide audits first)
 #   make check-html   test report.html in headless chromium (installs it)
 #   make run          build, then sweep the built-in corpus (results/)
 #   make fuzz         fuzz the plan parser, the spec reader and the trace
@@ -80,8 +81,10 @@ check: all
 	$(Q)$(PYTHON) -m pytest $(PYTEST_FLAGS) tests/
 
 # Every example of the docs, the slow ones too (make check runs the quick
-# ones): tests/test_docs.py.
+# ones): tests/test_docs.py; the programs the guide audits are installed
+# first (scripts/install-deps --docs).
 check-docs: all
+	$(Q)scripts/install-deps --check --docs >/dev/null || scripts/install-deps --docs
 	$(Q)CRASHCHECK_DOCS=all $(PYTHON) -m pytest $(PYTEST_FLAGS) tests/test_docs.py
 
 # report.html in headless chromium (tests/test_html.py): make check runs it
