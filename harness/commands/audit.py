@@ -315,6 +315,8 @@ def rerun_argv(args):
         argv += ["--backend", args.backend]
     if args.model != "all":
         argv += ["--model", args.model]
+    if args.fs is not None:
+        argv += ["--fs", args.fs]
     if args.seed != "0":
         argv += ["--seed", args.seed]
     if args.cap != "64":
