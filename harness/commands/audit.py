@@ -243,8 +243,14 @@ def resolve_program(name, what):
         raise UsageError(f"{what}: empty program name")
     if "/" in name:
         path = Path(name)
-        if not path.exists():
-            raise UsageError(f"{what}: program not found: {name}")
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            raise UsageError(f"{what}: program not found: {name}") from None
+        except OSError as e:
+            # a directory on its way we may not search
+            raise UsageError(f"{what}: cannot reach {name}: "
+                             f"{e.strerror}") from None
         if path.is_dir():
             raise UsageError(f"{what}: program is a directory: {name}")
         if not os.access(path, os.X_OK):

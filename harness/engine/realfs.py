@@ -155,8 +155,8 @@ def check(fs):
         raise Unavailable(f"unknown filesystem '{fs}' (one of "
                           f"{', '.join(FILESYSTEMS)})")
     if os.geteuid() != 0:
-        raise Unavailable(f"--fs {fs} mounts a loop device, which needs root "
-                          f"(running as uid {os.geteuid()})")
+        raise Unavailable(f"needs root to mount a loop device (running as "
+                          f"uid {os.geteuid()})")
     if not os.path.exists("/dev/loop-control"):
         raise Unavailable("/dev/loop-control is missing: no loop devices "
                           "here (modprobe loop)")

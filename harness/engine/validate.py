@@ -632,11 +632,11 @@ def main(argv):
     try:
         plan = parse_args(argv)
         for fs in sorted({c.fs for c in plan.configs}):
-            realfs.check(fs)
+            try:
+                realfs.check(fs)
+            except realfs.Unavailable as e:
+                raise UsageError(f"{fs}: {e.reason}") from None
         runner.check_preloads()
-    except realfs.Unavailable as e:
-        print(f"validate-models: {e.reason}", file=sys.stderr)
-        return 2
     except UsageError as e:
         print(f"validate-models: {e}", file=sys.stderr)
         return 2
