@@ -736,3 +736,15 @@ def differences(seen, held, most=6):
         return "everything a read saw before the crash persisted"
     more = f"; and {len(out) - most} more" if len(out) > most else ""
     return "; ".join(out[:most]) + more
+
+
+def with_sync_record(records, synced):
+    """RECORDS and the fsync Disk.sync_other made after them ((path,
+    inode) of the harness's file, outside the work directory), as the
+    recorder would have written it: what a model is told of that call."""
+    path, ino = synced
+    last = max(r["seq"] for r in records)
+    n = sum(1 for r in records if r.get("call") == "fsync") + 1
+    return list(records) + [{"ev": "call", "seq": last + 1, "pid": 0,
+                             "call": "fsync", "n": n, "fd": -1, "path": path,
+                             "ino": ino, "ret": 0, "errno": 0}]

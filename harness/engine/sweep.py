@@ -2135,7 +2135,11 @@ class Judge:
         crash case is), or not run at all for the point before its first
         call, or left to exit for the one after; the filesystem is then
         cut off from its disk, and mounted again (realfs.Disk.crash). The
-        tree it holds is judged as a model's crash state is."""
+        tree it holds is judged as a model's crash state is. Twice: as
+        the kernel left it, and after another file of the filesystem was
+        fsynced (REAL_PUSHES): ext4's and XFS's one journal commits then,
+        which is how another process's fsync shows what reached the disk
+        in which order."""
         fs = realfs.fs_of(case.model)
         baseline = load_run(self.work / combo.prefix)
         self.last_out = baseline
@@ -2148,89 +2152,102 @@ class Judge:
                                f" (--fs {fs})")
         plan = None if case.call == "start" else "" if case.call == "exit" \
             else f"{case.call}=crash-after"
-        scratch = (Path(tempfile.mkdtemp(prefix="real-", dir=self.scratch_root))
-                   if self.scratch_root is not None and not self.hold
-                   else runner.make_scratch())
-        try:
+        # before the first call nothing is pending: one state
+        pushes = REAL_PUSHES[:1] if plan is None else REAL_PUSHES
+        states, out = [], None
+        for words, push in pushes:
+            scratch = (Path(tempfile.mkdtemp(prefix="real-", dir=self.scratch_root))
+                       if self.scratch_root is not None and not self.hold
+                       else runner.make_scratch())
             try:
-                # traced, without snapshots: the recorder reads no file
-                # of the program's (a read-back's close is an ext4
-                # release, which takes auto_da_alloc's flush from the
-                # program's own close)
-                out = execute_run(combo, plan, scratch,
-                                  timeout_of(combo, self.settings),
-                                  record=False, settings=self.settings,
-                                  backend=case.backend, crash=True)
-            except ScratchFull as e:
-                return self.result(case, combo, oracle.Verdict(
-                    "harness-error", str(e), SCRATCH_WHY), None, states=0)
-            self.last_out = out
-            run = out.run
-            problem = ""
-            if run.timed_out:
-                problem = (f"the run on {fs} timed out before its crash "
-                           "point")
-            elif plan and crash_seq(out) != case.at:
-                problem = (f"the run on {fs} did not stop at {case.call} as "
-                           f"its baseline made it (seq {case.at}): the "
-                           f"program made its calls otherwise (exit status "
-                           f"{run.status}, signal {run.signal}, stopped at "
-                           f"seq {crash_seq(out)})")
-            if problem:
-                return self.result(case, combo, oracle.Verdict(
-                    "harness-error", problem, REAL_ASTRAY_WHY), out,
-                    states=0, keep=True)
-            st = self.real_state(case, combo, out, baseline, fs)
-            states = self.states_of(combo, st, claimed=plan == "" and
-                                    run.status == 0)
-            renamed, removed = self.first_rename(combo, baseline)
-            upto = case.at if case.at is not None else (
-                -1 if plan is None else float("inf"))
-            verdict = oracle.judge(oracle.Outcome(
-                status=run.status if plan == "" else baseline.run.status,
-                crash_states=states, **self.visible(combo, baseline),
-                target_name=target_name(combo.spec),
-                target_renamed=renamed is not None and renamed <= upto,
-                target_removed=removed is not None and removed <= upto,
-                calls=self.baseline_calls(combo, baseline), **base))
-            return self.result(case, combo, verdict, out, states=1,
-                               keep=True, upto=case.at)
-        finally:
-            if self.hold:
-                self.last_scratch = scratch
-            else:
-                shutil.rmtree(scratch, ignore_errors=True)
+                try:
+                    # traced, without snapshots: the recorder reads no
+                    # file of the program's (a read-back's close is an
+                    # ext4 release, which takes auto_da_alloc's flush
+                    # from the program's own close)
+                    out = execute_run(combo, plan, scratch,
+                                      timeout_of(combo, self.settings),
+                                      record=False, settings=self.settings,
+                                      backend=case.backend, crash=True,
+                                      before_crash=push)
+                except ScratchFull as e:
+                    return self.result(case, combo, oracle.Verdict(
+                        "harness-error", str(e), SCRATCH_WHY), None, states=0)
+                self.last_out = out
+                run = out.run
+                problem = ""
+                if run.timed_out:
+                    problem = (f"the run on {fs} timed out before its crash "
+                               "point")
+                elif plan and crash_seq(out) != case.at:
+                    problem = (f"the run on {fs} did not stop at {case.call} "
+                               f"as its baseline made it (seq {case.at}): "
+                               f"the program made its calls otherwise (exit "
+                               f"status {run.status}, signal {run.signal}, "
+                               f"stopped at seq {crash_seq(out)})")
+                elif plan == "" and run.status != 0:
+                    problem = (f"the run on {fs} exited {run.status} (signal "
+                               f"{run.signal}) where its baseline exited 0")
+                if problem:
+                    return self.result(case, combo, oracle.Verdict(
+                        "harness-error", problem, REAL_ASTRAY_WHY), out,
+                        states=0, keep=True)
+                states.append(self.real_state(case, combo, out, baseline,
+                                              fs, words))
+            finally:
+                if self.hold and push is pushes[-1][1]:
+                    self.last_scratch = scratch
+                else:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        states = self.states_of(combo, states, claimed=plan == "")
+        renamed, removed = self.first_rename(combo, baseline)
+        upto = case.at if case.at is not None else (
+            -1 if plan is None else float("inf"))
+        verdict = oracle.judge(oracle.Outcome(
+            status=baseline.run.status, crash_states=states,
+            **self.visible(combo, baseline),
+            target_name=target_name(combo.spec),
+            target_renamed=renamed is not None and renamed <= upto,
+            target_removed=removed is not None and removed <= upto,
+            calls=self.baseline_calls(combo, baseline), **base))
+        return self.result(case, combo, verdict, out, states=len(states),
+                           keep=True, upto=case.at)
 
-    def states_of(self, combo, st, claimed):
-        """[ST], a real crash state, as states() gives a model's: claimed,
-        and with the checker's answer for a checker contract."""
-        st.claimed = claimed
-        if combo.spec.contract in ("check", "tree"):
-            st.check = self.run_checker(combo, st, claimed)
-        self.last_states = [st]
-        return [st]
+    def states_of(self, combo, states, claimed):
+        """STATES, real crash states, as states() gives a model's:
+        claimed, and with the checker's answer for a checker contract."""
+        for st in states:
+            st.claimed = claimed
+            if combo.spec.contract in ("check", "tree"):
+                st.check = self.run_checker(combo, st, claimed)
+        self.last_states = list(states)
+        return self.last_states
 
-    def real_state(self, case, combo, out, baseline, fs):
-        """The realfs.RealState of a crashed run OUT. What persisted and
-        what did not, and the rule broken, are those of the state of the
-        filesystem's model that is the same tree, at the same point of
-        the BASELINE's trace (the program exited there, or was killed:
-        either way the kernel closed what it left open), when the
-        explorer gives one (realfs.COMPANION names the model); else what
-        differs from what a read saw."""
+    def real_state(self, case, combo, out, baseline, fs, words=""):
+        """The realfs.RealState of a crashed run OUT (WORDS: how the
+        kernel was pushed before the crash, for its label). What
+        persisted and what did not, and the rule broken, are those of
+        the state of the filesystem's model that is the same tree, at
+        the same point of the BASELINE's trace (the program exited
+        there, or was killed: either way the kernel closed what it left
+        open; and the fsync of another file, when one was made), when
+        the explorer gives one (realfs.COMPANION names the model); else
+        what differs from what a read saw."""
         seen, (files, dirs, links) = out.real
-        label = f"{point_label(case)}, the real {fs} state"
+        label = f"{point_label(case)}, the real {fs} state{words}"
         name = target_name(combo.spec)
         key = realfs.tree_key(files, dirs, links)
         model = realfs.companion(fs, explorer.MODELS)
         match = None
         if case.call != "start":
+            records = records_upto(baseline.records, case.at)
+            if out.before_crash is not None:
+                records = realfs.with_sync_record(records, out.before_crash)
             try:
                 point = explorer.explore_exit(
-                    records_upto(baseline.records, case.at), baseline.snapdir,
-                    (model,), name, cap=self.settings.cap,
-                    seed=self.settings.seed, exit_ok=False,
-                    blob_cache=baseline.blobs)[model]
+                    records, baseline.snapdir, (model,), name,
+                    cap=self.settings.cap, seed=self.settings.seed,
+                    exit_ok=False, blob_cache=baseline.blobs)[model]
                 match = next((m for m in point.states if realfs.tree_key(
                     m.files, m.dirs, m.links) == key), None)
             except (explorer.ExplorerError, trace.TraceError):
@@ -2887,6 +2904,10 @@ def aimed_astray(case, faulted):
             f"made it at {coords.describe(want + (False, 0))}")
 
 
+# How a real power-loss case's runs push the kernel between the kill and
+# the crash: (the label's words, realfs.Disk's hook)
+REAL_PUSHES = (("", None),
+               (" after an fsync of another file", lambda d: d.sync_other()))
 REAL_ASTRAY_WHY = (
     "A power-loss case on a real filesystem runs the program again, on a "
     "fresh filesystem, and kills it right after the call of its crash "

@@ -76,7 +76,7 @@ MAX_SIZE = 65537
 
 # Past this many choices at one point a model's states are not
 # enumerated, and its answer there is "undecided" (never a pass).
-ENUMERATE_LIMIT = 1 << 16
+ENUMERATE_LIMIT = 1 << 14
 
 
 # ------------------------------------------------------------ the models
@@ -124,7 +124,8 @@ def admits(records, snapdir, model, tree, old=None, new=None):
     keys = set()
     found = False
     # per path, the digests (None: absent) the model's states give it,
-    # and a few of their bytes, for the detail
+    # with the bytes of the first few, for the detail (a 64 KiB file has
+    # thousands of contents, and all of them took gigabytes)
     seen = {}
     for choice in choices:
         (_, _, sdirs, slinks), sfiles = space.build(choice)
@@ -141,7 +142,8 @@ def admits(records, snapdir, model, tree, old=None, new=None):
             bucket = seen.setdefault(p, {})
             d = got[1] if got else None
             if d not in bucket:
-                bucket[d] = got[0].build() if got else None
+                bucket[d] = got[0].build() if got and len(bucket) < 2 * SHOWN \
+                    else None if not got else _UNKEPT
         for p in set(dirs) | set(sdirs):
             seen.setdefault(p + "/", {}).setdefault(p in sdirs, p in sdirs)
     if found:
@@ -154,7 +156,12 @@ def admits(records, snapdir, model, tree, old=None, new=None):
 SHOWN = 4
 
 
+_UNKEPT = object()     # a content a model gives, not kept
+
+
 def _what(data, old, new):
+    if data is _UNKEPT:
+        return "another content"
     if data is None:
         return "absent"
     if old is not None and new is not None:
@@ -169,7 +176,9 @@ def _refusal(want, files, dirs, links, seen, old, new):
     for p in sorted(set(want) | {k for k in seen if not k.endswith("/")}):
         bucket = seen.get(p, {None: None})
         if want.get(p) not in bucket:
-            shown = sorted(_what(b, old, new) for b in bucket.values())
+            shown = sorted(_what(b, old, new) for b in bucket.values()
+                           if b is not _UNKEPT)
+            shown += ["another content"] * (len(bucket) - len(shown))
             allowed = "; ".join(shown[:SHOWN]) + (
                 f"; and {len(shown) - SHOWN} more" if len(shown) > SHOWN else "")
             parts.append(f"'{p}' is {_what(files.get(p), old, new)}, which "
@@ -225,17 +234,6 @@ def sync_other(disk):
 HOOKS = {"plain": None, "writeback": write_back, "sync-other": sync_other}
 
 
-def with_sync_record(records, synced):
-    """RECORDS and the fsync the harness made after them (sync_other's
-    (path, inode)), as the recorder would have written it."""
-    path, ino = synced
-    last = max(r["seq"] for r in records)
-    n = sum(1 for r in records if r.get("call") == "fsync") + 1
-    return list(records) + [{"ev": "call", "seq": last + 1, "pid": 0,
-                             "call": "fsync", "n": n, "fd": -1, "path": path,
-                             "ino": ino, "ret": 0, "errno": 0}]
-
-
 # ------------------------------------------------------------ the run
 
 @dataclass
@@ -258,11 +256,17 @@ _PLAN = None        # the Plan of this process (the pool's inherit it)
 
 
 def combos_of(specs, max_size):
-    """The combos of SPECS whose payloads are at most MAX_SIZE bytes (at
-    least one size of each spec: its smallest)."""
+    """The combos of SPECS at two of each spec's sizes: the largest up to
+    MAX_SIZE bytes, and 4097 (a block and a byte) or else its smallest
+    above zero; the smallest of all when none is that small."""
     out = []
     for spec in specs:
-        keep = [s for s in spec.sizes if s <= max_size] or [min(spec.sizes)]
+        small = [s for s in spec.sizes if s <= max_size]
+        if not small:
+            keep = {min(spec.sizes)}
+        else:
+            some = [s for s in small if s > 0] or small
+            keep = {max(small), 4097 if 4097 in small else min(some)}
         for c in sweep.combos([spec]):
             if c.size in keep:
                 out.append(c)
@@ -333,7 +337,7 @@ def _unit(item):
         base = sweep.load_run(settings.work / prefix)
         records = sweep.records_upto(base.records, seq)
         if variation == "sync-other":
-            records = with_sync_record(records, out.before_crash)
+            records = realfs.with_sync_record(records, out.before_crash)
         _, tree = out.real
         res["key"] = realfs.tree_digest(*tree)
         res["models"] = {}
