@@ -8,6 +8,7 @@ everywhere."""
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -247,6 +248,7 @@ def test_audit_finds_the_missing_directory_fsync(fs, tmp_path, renamer,
     assert exit_case["verdict"] == "not-durable"
     assert exit_case["model"] == f"{fs}-real"
     assert "found the old content" in exit_case["finding"]
+    assert f"--fs {fs}" in exit_case["reproduce"]
     assert f"the real {fs} state" in exit_case["finding"]
     readme = (out.parent / exit_case["dir"] / "README.txt").read_text()
     assert "a real kernel state" in readme
@@ -288,6 +290,13 @@ def test_replay_runs_a_real_case_on_the_kernel_again(tmp_path):
                "--out", out)
     case = "no-dir-fsync-sync-4097B-powerloss@exit-ext4-real"
     assert case in proc.stdout, proc.stdout + proc.stderr
+    # its reproduce command runs it on ext4 again
+    again = results(out)[case]["reproduce"]
+    assert again.endswith(" --fs ext4"), again
+    proc = subprocess.run(shlex.split(again) + ["--out", str(tmp_path / "again")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and f"FINDING {case}: not-durable" in proc.stdout, \
+        proc.stdout + proc.stderr
     dest = tmp_path / "replay"
     proc = cli("replay", case, "--results", out / "results.json",
                "--out", dest)

@@ -366,6 +366,11 @@ def cmd_audit(args):
     --out must be new, empty, or crashcheck's (it holds the marker file
     .crashcheck); only crashcheck's own files there are replaced.
 
+    With --fs ext4, xfs or btrfs (root only) every run is on a fresh
+    loop-mounted filesystem of that type, and each crash point also gets
+    a case judged on the real kernel (FS-real): the program killed there,
+    the filesystem cut off from its disk and mounted again.
+
     Exit status: 0 no finding; 1 findings (one line each, with the command
     that reruns it alone); 2 a usage or setup error (one line).
     """

@@ -348,6 +348,11 @@ def cmd_run(args):
     .crashcheck): crashcheck replaces only its own files there, and
     refuses a directory another run is writing to.
 
+    With --fs ext4, xfs or btrfs (root only) every run is on a fresh
+    loop-mounted filesystem of that type, and each crash point also gets
+    a case judged on the real kernel (FS-real): the program killed there,
+    the filesystem cut off from its disk and mounted again.
+
     Exit status: 0 when every correct workload is clean and every buggy
     variant is caught as its spec expects; 1 otherwise (the findings are
     listed); 2 for a bad spec or option.

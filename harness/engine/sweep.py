@@ -2654,7 +2654,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": reproduce(spec, case, self.settings.backend),
+            "reproduce": on_fs(reproduce(spec, case, self.settings.backend),
+                               spec, self.settings.fs),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -2990,6 +2991,15 @@ def reproduce(spec, case, backend="auto"):
 
 
 _RERUN = {}     # id(spec) -> (spec, "scripts/crashcheck run SPEC"): resolved once
+
+
+def on_fs(command, spec, fs):
+    """A reproduce COMMAND of a sweep on the real filesystem FS (--fs),
+    which runs on it again (an audit's own command carries --fs
+    already)."""
+    if fs is None or getattr(spec, "reproduce_command", None) is not None:
+        return command
+    return f"{command} --fs {fs}"
 
 
 def safe_name(case_id):
