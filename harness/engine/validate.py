@@ -280,6 +280,9 @@ def _baseline(item):
     plan = _PLAN
     settings = plan.settings[name]
     combo = plan.combos[prefix]
+    if not sweep.on_real_fs(combo, settings):
+        return {"skip": "disk = \"full\": its runs need their nearly full "
+                        "tmpfs, not a real filesystem"}
     scratch = settings.work / prefix
     scratch.mkdir()
     out, how = sweep.record_baseline(combo, scratch, settings)
