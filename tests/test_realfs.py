@@ -265,6 +265,28 @@ def test_audit_finds_the_missing_directory_fsync(fs, tmp_path, renamer,
     assert len(real) >= 7 and all(c["verdict"] == "ok" for c in real)
 
 
+def test_a_real_case_is_aimed_by_its_call_not_its_seq(tmp_path, contents):
+    """A shell whose number of calls before the write varies from run to
+    run (opens of /dev/null, by its pid): the real case's run stops at the
+    same call on the target at another seq, and is judged, not a
+    harness-error."""
+    need("ext4")
+    old, new = contents
+    out = tmp_path / "out"
+    proc = cli("audit", "--fs", "ext4", "--faults", "powerloss", "--old", old,
+               "--new", new, "--out", out, "--", "/bin/sh", "-c",
+               'n=$(($$ % 4)); while [ "$n" -gt 0 ]; do : >/dev/null; '
+               'n=$((n - 1)); done; cat {new} >{target}.tmp && '
+               'mv {target}.tmp {target}')
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    real = [c for c in results(out).values() if c["model"] == "ext4-real"]
+    assert len(real) >= 4
+    assert not [c["id"] for c in real if c["verdict"] == "harness-error"], \
+        [c["finding"] for c in real]
+    # nothing synced: the program's claim does not survive a power cut
+    assert any(c["verdict"] == "not-durable" for c in real)
+
+
 def test_every_fault_case_runs_on_the_filesystem(tmp_path, renamer, contents):
     """With --fs every run is on the filesystem: the fault cases of the
     careful writer pass there as they do in the scratch, and a run's

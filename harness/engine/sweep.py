@@ -1321,11 +1321,14 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
                 rec = points[i]
                 tag = "start" if i == 0 else "exit" if rec is None \
                     else names[rec]
+                # a real case's run is aimed at the call as a fault is
+                where = list(coords.signature(rec)[:2]) \
+                    if model in real and rec is not None else None
                 cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
                                   combo=pre, kind="powerloss", call=tag,
                                   model=model, point=i,
                                   at=rec["seq"] if rec is not None else None,
-                                  backend=how))
+                                  where=where, backend=how))
     return cases
 
 
@@ -2179,12 +2182,13 @@ class Judge:
                 if run.timed_out:
                     problem = (f"the run on {fs} timed out before its crash "
                                "point")
-                elif plan and crash_seq(out) != case.at:
-                    problem = (f"the run on {fs} did not stop at {case.call} "
-                               f"as its baseline made it (seq {case.at}): "
-                               f"the program made its calls otherwise (exit "
-                               f"status {run.status}, signal {run.signal}, "
-                               f"stopped at seq {crash_seq(out)})")
+                elif plan and crash_seq(out) is None:
+                    problem = (f"the run on {fs} never reached {case.call}: "
+                               f"the program made its calls otherwise than "
+                               f"in its baseline (exit status {run.status}, "
+                               f"signal {run.signal})")
+                elif plan and aimed_astray(case, out.faulted()):
+                    problem = aimed_astray(case, out.faulted())
                 elif plan == "" and run.status != 0:
                     problem = (f"the run on {fs} exited {run.status} (signal "
                                f"{run.signal}) where its baseline exited 0")
@@ -2889,8 +2893,9 @@ def aimed_astray(case, faulted):
     """Why the fault of CASE hit another call than the one it was aimed
     at (the baseline's, Case.where: its offset and length), or "": a
     program that makes its calls on one file otherwise from run to run
-    must not be judged on the wrong one."""
-    if not case.where or not case.plan:
+    must not be judged on the wrong one. A real power-loss case's
+    crash-after is such a fault."""
+    if not case.where or not (case.plan or realfs.fs_of(case.model)):
         return ""
     hit = next((r for r in faulted if r["ev"] == "call" and r.get("fault")),
                None)
