@@ -15,8 +15,9 @@ off from its disk at once:
   again, the filesystem replays its journal, as after a power cut.
 - Btrfs refuses that ioctl (ENOTTY). Its disk, the loop device's backing
   file, is copied while nothing is in flight: the device's
-  /sys/block/loopN/inflight reads 0 0 and its count of completed writes
-  is the same before and after the copy, else the copy is taken again.
+  /sys/block/loopN/inflight reads 0 0 and its counts of completed
+  writes, discards and flushes are the same before and after the copy,
+  else the copy is taken again.
   A copy made so holds every write the device completed and none it had
   not started: the disk as a power cut at that instant would leave it
   (Btrfs orders its commits with flushes; a device with no volatile
@@ -29,7 +30,8 @@ it is durable), sparse (SEEK_DATA/SEEK_HOLE and copy_file_range) or a
 reflink where the scratch's filesystem has them. The filesystem's root
 holds `work/` (bound onto the run's scratch work directory, so paths are
 the scratch's and no lost+found shows) and `other`, a file of the
-harness's own that the model validation syncs (scripts/validate-models).
+harness's own, fsynced to push the kernel forward before a crash (a real
+case's second state, Disk.sync_other; scripts/validate-models).
 
 Mounts happen in a private mount namespace (private_namespace: the
 crashcheck process and the processes it forks after), invisible to the
