@@ -165,6 +165,47 @@ def test_differences_say_what_did_not_persist():
         "everything a read saw before the crash persisted"
 
 
+def test_a_btrfs_copy_is_taken_again_while_the_disk_moves(tmp_path,
+                                                         monkeypatch):
+    """The Btrfs crash copies the disk while no write is in flight and
+    none completes during the copy: a copy during which the device's
+    counts moved, or taken with a write in flight, is no crash state,
+    and is taken again."""
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"disk" * 1024)
+    readings = iter([((1, 8, 0, 0, 3), 1),    # a write in flight: wait
+                     ((1, 8, 0, 0, 3), 0),    # copy ...
+                     ((2, 16, 0, 0, 3), 0),   # ... a write completed: again
+                     ((2, 16, 0, 0, 3), 0),   # copy ...
+                     ((2, 16, 0, 0, 3), 0)])  # ... still: the crash state
+    monkeypatch.setattr(realfs, "_loop_stat", lambda dev: next(readings))
+    copies = []
+    real_copy = realfs.copy_image
+    monkeypatch.setattr(realfs, "copy_image",
+                        lambda a, b: copies.append(b) or real_copy(a, b))
+    mounted = []
+
+    class Quiet(realfs.Disk):
+        def _unmount_all(self):
+            pass
+
+        def _attach_mount(self, image):
+            mounted.append(image)
+    disk = Quiet("btrfs", image, tmp_path, tmp_path / "work")
+    disk.image, disk.dev = str(image), "/dev/loop-test"
+    disk._crash_copy()
+    assert len(copies) == 2
+    assert mounted == [str(tmp_path / realfs.CRASH_IMAGE)]
+    assert (tmp_path / realfs.CRASH_IMAGE).read_bytes() == image.read_bytes()
+    with pytest.raises(StopIteration):
+        next(readings)
+
+    # a disk that never stands still is the case's harness-error
+    monkeypatch.setattr(realfs, "_loop_stat", lambda dev: ((0,) * 5, 1))
+    with pytest.raises(realfs.RealFsError, match="never stood still"):
+        disk._crash_copy(tries=5)
+
+
 def test_companion_model_falls_back_to_posix():
     assert realfs.companion("ext4", ("posix", "ext4-ordered")) == "ext4-ordered"
     assert realfs.companion("xfs", ("posix", "ext4-ordered")) == "posix"
