@@ -18,6 +18,8 @@
 #   make uninstall    remove what make install installed there
 #   make apps         sweep the applications of examples/apps/ (their
 #                     Debian packages installed first); results/apps/
+#   make validate-models  the crash models against real ext4, XFS and
+#                     Btrfs kernels (root); results/validate-models/
 #   make clean        remove what the build made
 #
 #   V=1 full commands; DEVELOPER=1 warnings are errors;
@@ -131,6 +133,13 @@ apps: all
 	$(Q)scripts/install-deps --apps --check >/dev/null || scripts/install-deps --apps
 	$(Q)scripts/apps $(APPS) $(if $(APPS_FLAGS),-- $(APPS_FLAGS))
 
+# Every crash point of the corpus (workloads/specs/, workloads/validate/)
+# on real loop-mounted filesystems, each state held to the models
+# (scripts/validate-models, harness/engine/validate.py); root only.
+# VALIDATE_FLAGS adds its options, e.g. VALIDATE_FLAGS='--fs ext4,xfs'.
+validate-models: all
+	$(Q)scripts/validate-models $(VALIDATE_FLAGS)
+
 # Quiet when everything is there; otherwise say what is missing and try to
 # install it (which fails, printing the apt-get line, when not root).
 deps:
@@ -146,4 +155,4 @@ endif
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +
 	$(Q)$(RM) -r man
 
-.PHONY: all check check-docs check-html run fuzz bench stress-check chaos apps deps clean install uninstall
+.PHONY: all check check-docs check-html run fuzz bench stress-check chaos apps validate-models deps clean install uninstall

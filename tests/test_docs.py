@@ -10,7 +10,8 @@ A `text` block right after it is its output: each line must appear, in
 order, in what the block printed; `...` stands for any text within a
 line, and a line that is only `...` for any lines. `sh slow` blocks run
 only with CRASHCHECK_DOCS=all (make check-docs): they take minutes.
-Blocks without an info string, `toml` and `yaml` are shown, not run.
+`sh root` blocks (--fs, which mounts filesystems) run only as root, and
+are skipped with the reason elsewhere. Blocks without an info string, `toml` and `yaml` are shown, not run.
 """
 
 import json
@@ -41,7 +42,8 @@ def blocks(path):
 
 
 def examples():
-    """(doc, line, script, expected output or None, slow) of every example."""
+    """(doc, line, script, expected output or None, words of its info
+    string after `sh`) of every example."""
     out = []
     for path in DOCS:
         found = blocks(path)
@@ -52,7 +54,7 @@ def examples():
             if i + 1 < len(found) and found[i + 1][0] == "text":
                 expected = found[i + 1][1]
             out.append((path.relative_to(ROOT), line, body, expected,
-                        "slow" in info.split()[1:]))
+                        tuple(info.split()[1:])))
     return out
 
 
@@ -212,12 +214,14 @@ def match_output(expected, got):
 
 
 @pytest.mark.parametrize(
-    "doc, line, script, expected, slow", EXAMPLES,
+    "doc, line, script, expected, words", EXAMPLES,
     ids=[f"{d}:{n}" for d, n, *_ in EXAMPLES])
 def test_example_runs_as_written(fresh_tree, tmp_path, doc, line, script,
-                                 expected, slow):
-    if slow and not SLOW:
+                                 expected, words):
+    if "slow" in words and not SLOW:
         pytest.skip("a slow example: make check-docs runs it")
+    if "root" in words and os.geteuid() != 0:
+        pytest.skip("an example that mounts a filesystem (--fs): root only")
     errors = tmp_path / "errors"
     errors.touch()
     r = subprocess.run(["bash", "-c", PRELUDE + script], cwd=fresh_tree,

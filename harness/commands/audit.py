@@ -243,8 +243,14 @@ def resolve_program(name, what):
         raise UsageError(f"{what}: empty program name")
     if "/" in name:
         path = Path(name)
-        if not path.exists():
-            raise UsageError(f"{what}: program not found: {name}")
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            raise UsageError(f"{what}: program not found: {name}") from None
+        except OSError as e:
+            # a directory on its way we may not search
+            raise UsageError(f"{what}: cannot reach {name}: "
+                             f"{e.strerror}") from None
         if path.is_dir():
             raise UsageError(f"{what}: program is a directory: {name}")
         if not os.access(path, os.X_OK):
@@ -315,6 +321,8 @@ def rerun_argv(args):
         argv += ["--backend", args.backend]
     if args.model != "all":
         argv += ["--model", args.model]
+    if args.fs is not None:
+        argv += ["--fs", args.fs]
     if args.seed != "0":
         argv += ["--seed", args.seed]
     if args.cap != "64":
@@ -357,6 +365,11 @@ def cmd_audit(args):
     report.md, report.html, junit.xml, and cases/<id>/ for each finding.
     --out must be new, empty, or crashcheck's (it holds the marker file
     .crashcheck); only crashcheck's own files there are replaced.
+
+    With --fs ext4, xfs or btrfs (root only) every run is on a fresh
+    loop-mounted filesystem of that type, and each crash point also gets
+    a case judged on the real kernel (FS-real): the program killed there,
+    the filesystem cut off from its disk and mounted again.
 
     Exit status: 0 no finding; 1 findings (one line each, with the command
     that reruns it alone); 2 a usage or setup error (one line).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
-from ..engine import spec as specmod
+from ..engine import contain, realfs, spec as specmod
 from ..engine import sweep
 from . import outdir
 
@@ -119,8 +119,21 @@ def cmd_replay(args):
                 raise UsageError(f"{path} describes an audit of "
                                  f"'{spec.name}', not of "
                                  f"'{recorded['workload']}'")
+        # a case of the real kernel's runs on it again; so does any case
+        # of a sweep on a real filesystem (its runs were all there)
+        fs = realfs.fs_of(model) or run.get("fs")
+        if fs is not None:
+            try:
+                realfs.check(fs)
+                contain.session()
+                realfs.private_namespace()
+            except realfs.Unavailable as e:
+                raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
+                    from None
         settings = sweep.Settings(
-            out=work, models=(model,) if model else sweep.MODELS,
+            out=work, fs=fs,
+            models=(model,) if model and not realfs.fs_of(model)
+            else sweep.MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
             jobs=1, home=bool((run.get("audit") or {}).get("home")),
             exhaustive=True, sector=_sector(run))

@@ -13,7 +13,7 @@ import signal
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
-from ..engine import spec as specmod
+from ..engine import realfs, spec as specmod
 from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
 from . import outdir
 from ..reports import regress
@@ -41,6 +41,12 @@ def add_sweep_options(p):
     p.add_argument("--model", choices=("posix", "ext4-ordered", "all"),
                    default="all",
                    help="crash model(s) for power-loss judging (default: all)")
+    p.add_argument("--fs", choices=realfs.FILESYSTEMS,
+                   help="also judge power loss on the real kernel: every "
+                        "run on a fresh loop-mounted filesystem of this "
+                        "type, and at each crash point the program killed, "
+                        "the filesystem shut down without flushing its log "
+                        "and mounted again (cases named FS-real; root only)")
     p.add_argument("--faults", metavar="KINDS",
                    help="comma-separated fault classes to sweep, of "
                         f"{','.join(KINDS)} (default: all)")
@@ -242,6 +248,7 @@ def pytest_args(args, spec_paths, out, command):
     for p in spec_paths:
         argv += ["--cc-spec", str(p)]
     argv += regress_args(args)
+    argv += fs_args(args)
     t = _timeout(args.timeout)
     if t is not None:
         argv += ["--cc-timeout", str(t)]
@@ -272,6 +279,19 @@ def pytest_args(args, spec_paths, out, command):
     # The plugin's own pool, not xdist's -n: see Sweep.start_pool.
     argv += ["--cc-jobs", str(jobs)]
     return argv
+
+
+def fs_args(args):
+    """--fs, checked now: the mode needs root, loop devices, the mkfs
+    tool and the kernel's filesystem; without them one line and exit 2."""
+    fs = getattr(args, "fs", None)
+    if fs is None:
+        return []
+    try:
+        realfs.check(fs)
+    except realfs.Unavailable as e:
+        raise UsageError(f"--fs {fs}: {e.reason}") from None
+    return ["--cc-fs", fs]
 
 
 def sweep(argv, out):
@@ -327,6 +347,11 @@ def cmd_run(args):
     --out must be new, empty, or crashcheck's (it holds the marker file
     .crashcheck): crashcheck replaces only its own files there, and
     refuses a directory another run is writing to.
+
+    With --fs ext4, xfs or btrfs (root only) every run is on a fresh
+    loop-mounted filesystem of that type, and each crash point also gets
+    a case judged on the real kernel (FS-real): the program killed there,
+    the filesystem cut off from its disk and mounted again.
 
     Exit status: 0 when every correct workload is clean and every buggy
     variant is caught as its spec expects; 1 otherwise (the findings are

@@ -27,7 +27,7 @@ import pytest
 from .. import ROOT, UsageError, tree_path
 from ..commands import outdir
 from ..reports import console, lessons, regress, report, sarif
-from . import contain, pool, runner, spec as specmod, sweep
+from . import contain, pool, realfs, runner, spec as specmod, sweep
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -44,6 +44,9 @@ def pytest_addoption(parser):
     g.addoption("--cc-model", default="all",
                 choices=("posix", "ext4-ordered", "all"),
                 help="crash model(s) for power-loss cases")
+    g.addoption("--cc-fs", default=None, choices=realfs.FILESYSTEMS,
+                help="also judge power loss on this real filesystem "
+                     "(harness/engine/realfs.py; root only)")
     g.addoption("--cc-faults", default="all", metavar="KINDS",
                 help="comma-separated fault classes: " + ",".join(sweep.KINDS))
     g.addoption("--cc-case", action="append", default=[], metavar="ID",
@@ -133,6 +136,7 @@ def settings_from(config):
         exhaustive=config.getoption("--cc-exhaustive")
         or bool(config.getoption("--cc-case")),
         sample=config.getoption("--cc-sample"),
+        fs=config.getoption("--cc-fs"),
         timeout=config.getoption("--cc-timeout"))
 
 
@@ -355,6 +359,8 @@ def pytest_configure(config):
     config._crashcheck = state
     _STATE["sweep"] = state
     contain.own_process()
+    if state.settings.fs is not None:
+        real_mode(state.settings.fs)
     if threading.current_thread() is threading.main_thread():
         state.sigterm = signal.signal(signal.SIGTERM, _terminated)
         state.sighup = signal.signal(signal.SIGHUP, _terminated)
@@ -404,6 +410,22 @@ def pytest_configure(config):
     # a verdict assertion would only repeat them.
     if config.getoption("tbstyle", "auto") == "auto":
         config.option.tbstyle = "no"
+
+
+def real_mode(fs):
+    """--cc-fs: this process, and the pool's processes it forks, in a
+    mount namespace of their own (realfs.private_namespace). The
+    session's watchdog starts first, outside it: what it removes should
+    crashcheck be killed is then seen as plain directories, whatever was
+    mounted on them in here (the namespace, its mounts and their loop
+    devices go with crashcheck's last process)."""
+    try:
+        realfs.check(fs)
+        contain.session()
+        realfs.private_namespace()
+    except realfs.Unavailable as e:
+        print(f"crashcheck: --fs {fs}: {e.reason}", file=sys.stderr, flush=True)
+        raise pytest.UsageError() from None
 
 
 SWEEP_CASES = ROOT / "harness" / "engine" / "sweep_cases.py"
@@ -594,6 +616,7 @@ def write_reports(config, state, results, interrupted):
         "interrupted": interrupted,
         "specs": [tree_path(p) for p in state.spec_paths],
         "models": list(state.settings.models),
+        "fs": state.settings.fs,
         "kinds": list(state.settings.kinds),
         "seed": state.settings.seed,
         "cap": state.settings.cap,

@@ -85,7 +85,8 @@ expect       buggy variants only: list of tables, each one finding the sweep
                          skipped and harness-error, which catch nothing)
                kind      optional: baseline eintr short enospc eio crash
                          powerloss
-               model     optional: posix or ext4-ordered
+               model     optional: posix or ext4-ordered, or a real
+                         kernel's (--fs): ext4-real, xfs-real, btrfs-real
                strategy  optional: one of the spec's strategies
                size      optional: one of the spec's sizes
                call      optional: a traced call coordinate as in case
@@ -113,6 +114,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..judging.oracle import FINDINGS, KINDS, MODELS
+from .realfs import MODELS as REAL_MODELS
 
 MAX_SIZE = 64 << 20
 MAX_TIMEOUT = 600
@@ -472,7 +474,8 @@ def _parse_expect(c, where, entry, strategies, sizes):
     if "kind" in entry:
         kind = c.choice(f"{where}.kind", entry["kind"], KINDS)
     if "model" in entry:
-        model = c.choice(f"{where}.model", entry["model"], MODELS)
+        model = c.choice(f"{where}.model", entry["model"],
+                         MODELS + REAL_MODELS)
     if "strategy" in entry:
         if not strategies:
             c.fail(f"{where}.strategy", "the spec has no strategies")

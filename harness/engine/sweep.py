@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
-from . import backend as backend_mod, calls, coords, fullfs, pool, runner, trace
+from . import backend as backend_mod, calls, coords, fullfs, pool, realfs, runner, trace
 from ..judging import causes, explorer, oracle, payload, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -91,6 +91,8 @@ class Settings:
     backend: str = "auto"                       # auto, preload or syscall (backend.py)
     exhaustive: bool = False                    # every call and crash point, no sampling
     sample: int = SAMPLE                        # cases sampled inside a group (select)
+    fs: str | None = None                       # --fs: runs on this real filesystem
+    fs_options: str = ""                        # its mount options (validate-models)
 
     @property
     def work_link(self):
@@ -367,6 +369,9 @@ class Outcome:
         self.deciding = None
         # run with its work directory on a real full disk (FULL_DISK)
         self.full_disk = full_disk
+        # a crashed run on a real filesystem (execute_run's crash): what a
+        # read saw, what the disk held, each realfs.read_tree's
+        self.real = None
 
     @property
     def has_thin(self):
@@ -410,14 +415,16 @@ class Outcome:
         return self.scratch / "snaps"
 
 
-def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None):
+def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None,
+            lay=True):
     """Lay out a run's scratch directory: WORK holds the target (the old
     content, or nothing) or a copy of the starting tree START, INPUT the
     new content the program reads, HOME is the run's own, empty. With
     reuse_input the scratch is one a run of the same combo used before:
     its input stays, and the rest is emptied, the last run's snapshots
     too (a run whose content changes every time, a database's random
-    pages, piled them up)."""
+    pages, piled them up). Without LAY, WORK is left empty: a real
+    filesystem's image (realfs) brings its content."""
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
     snaps = os.path.join(scratch, SNAPS)
@@ -430,7 +437,8 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None):
                 pass
         for d in (work, snaps, os.path.join(scratch, HOME)):
             _emptied(d)
-        os.mkdir(os.path.join(work, TMP))
+        if lay:
+            os.mkdir(os.path.join(work, TMP))
         # a program may have changed or moved its input (mv new target)
         try:
             st = os.stat(inp)
@@ -442,9 +450,19 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None):
             _write_input(inp, new)
     else:
         os.makedirs(work, exist_ok=True)    # fullfs may have mounted it
-        for d in (INPUT, SNAPS, HOME, os.path.join(WORK, TMP)):
+        for d in (INPUT, SNAPS, HOME):
             os.mkdir(os.path.join(scratch, d))
+        if lay:
+            os.mkdir(os.path.join(work, TMP))
         _write_input(inp, new)
+    if lay:
+        lay_work(work, old, target, start)
+
+
+def lay_work(work, old, target=TARGET, start=None):
+    """The content of a run's WORK directory before it starts: a copy of
+    the starting tree START, the target with the OLD content (None: no
+    target). Its TMP directory is made by the caller."""
     if start is not None:
         copy_start(start, work)
     if old is not None:
@@ -521,7 +539,8 @@ class ScratchFull(Exception):
 
 def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 server=None, trace_from=None, trace_full=None, settings=None,
-                backend="preload", full_disk=False):
+                backend="preload", full_disk=False, crash=False,
+                before_crash=None):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
     server: a runner.ForkServer of the combo's command line to fork the
@@ -529,11 +548,22 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     lite run, whose trace starts at that seq and takes no snapshots
     (Judge.lite_from). trace_full: a thin run, whose writes outside those
     seqs (lo, hi) may be recorded thin (Judge.thin_window). settings:
-    the sweep's, for the scratch limit and HOME. ScratchFull when the
+    the sweep's, for the scratch limit, HOME and --fs. ScratchFull when the
     scratch has no room for the run's files. backend: "preload" or
     "syscall" (harness/engine/backend.py; a server is the preload's).
     full_disk: the work directory on a real, nearly full tmpfs (a spec's
-    FULL_DISK case, harness/engine/fullfs.py)."""
+    FULL_DISK case, harness/engine/fullfs.py).
+
+    With settings.fs the work directory is a fresh copy of the combo's
+    pristine image of that filesystem (realfs), and afterwards a plain
+    directory holding what the run left; with CRASH the filesystem is
+    crashed instead after the run (realfs.Disk.crash), and the Outcome's
+    `real` is (what a read saw before the crash, what the disk held
+    after), each realfs.read_tree's (files, dirs, links); BEFORE_CRASH,
+    when given, is called with the realfs.Disk between the run and the
+    crash, and what it returns kept in the Outcome's `before_crash`. A
+    CRASH run with plan None does not run the program at all: the crash
+    point before its first call."""
     old, new = contents(combo)
     argv = argv_of(combo)
     start = combo.start
@@ -547,40 +577,107 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     extra = {"TMPDIR": os.path.join(work, TMP)}
     if settings is not None and settings.home:
         extra["HOME"] = os.path.join(sdir, HOME)
-    # a spec's full-disk case runs with WORK on a real, nearly full tmpfs
-    # (harness/engine/fullfs.py); where none can be mounted (not root),
-    # the run is recorded as exit 77 with the reason: a skip.
-    try:
-        with fullfs.disk_for(full_disk, scratch / WORK, old, new):
-            try:
-                prepare(sdir, old, new, target_name(combo.spec), reuse_input,
-                        start)
-            except OSError as e:
-                if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise ScratchFull(_full_text(sdir, e)) from None
-                if not reuse_input:
-                    raise
-                # the last run left something that would not go: start over
-                shutil.rmtree(sdir, ignore_errors=True)
-                os.makedirs(sdir, exist_ok=True)
-                prepare(sdir, old, new, target_name(combo.spec), start=start)
-            if server is None:
-                how = functools.partial(runner.run, argv, backend=backend)
-            else:
-                how = server.run
-            run = how(cwd=work, plan=plan, trace=tr, watch=work,
-                      snapdir=os.path.join(sdir, SNAPS)
-                      if record and trace_from is None else None,
-                      shared=os.path.join(sdir, "shared"), timeout=timeout,
-                      trace_from=trace_from, trace_full=trace_full,
-                      limit=settings.scratch_limit if settings else None,
-                      note=os.path.join(sdir, NOTE), extra=extra)
-    except fullfs.Unavailable as e:
-        run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
-    reclaim(work)
-    return Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
+    real = on_real_fs(combo, settings) and not full_disk
+    real_state = early = hooked = None
+
+    def run_it():
+        if plan is None:
+            return fullfs.skipped_run(argv, "not run: the crash point "
+                                      "before the first call")
+        if server is None:
+            how = functools.partial(runner.run, argv, backend=backend)
+        else:
+            how = server.run
+        return how(cwd=work, plan=plan, trace=tr, watch=work,
+                   snapdir=os.path.join(sdir, SNAPS)
+                   if record and trace_from is None else None,
+                   shared=os.path.join(sdir, "shared"), timeout=timeout,
                    trace_from=trace_from, trace_full=trace_full,
-                   full_disk=full_disk)
+                   limit=settings.scratch_limit if settings else None,
+                   note=os.path.join(sdir, NOTE), extra=extra)
+
+    def lay_out(lay=True):
+        try:
+            prepare(sdir, old, new, target_name(combo.spec), reuse_input,
+                    start, lay=lay)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise ScratchFull(_full_text(sdir, e)) from None
+            if not reuse_input:
+                raise
+            # the last run left something that would not go: start over
+            shutil.rmtree(sdir, ignore_errors=True)
+            os.makedirs(sdir, exist_ok=True)
+            prepare(sdir, old, new, target_name(combo.spec), start=start,
+                    lay=lay)
+
+    if real:
+        lay_out(lay=False)
+        disk = realfs.Disk(settings.fs, pristine_image(combo, settings),
+                           scratch, work, settings.fs_options)
+        try:
+            disk.open()
+            run = run_it()
+            if crash:
+                seen = realfs.read_tree(work)
+                if before_crash is not None:
+                    hooked = before_crash(disk)
+                real_state = (seen, realfs.read_tree(disk.crash()))
+                disk.close()
+            else:
+                if plan == "" and record and trace_from is None:
+                    # a baseline's: the changes no call accounts for are
+                    # looked for now, on the filesystem, whose inode
+                    # numbers the trace gives (unseen_of keeps them)
+                    early = Outcome(run=run, scratch=scratch,
+                                    trace=trace.Lazy.load(tr))
+                    unseen_of(early)
+                disk.copy_out()
+        finally:
+            disk.close()
+    else:
+        # a spec's full-disk case runs with WORK on a real, nearly full
+        # tmpfs (harness/engine/fullfs.py); where none can be mounted (not
+        # root), the run is recorded as exit 77 with the reason: a skip.
+        try:
+            with fullfs.disk_for(full_disk, scratch / WORK, old, new):
+                lay_out()
+                run = run_it()
+        except fullfs.Unavailable as e:
+            run = fullfs.skipped_run(argv, f"disk = \"full\" unavailable: {e.reason}")
+    reclaim(work)
+    if early is not None:
+        return early
+    out = Outcome(run=run, scratch=scratch, trace=trace.Lazy.load(tr),
+                  trace_from=trace_from, trace_full=trace_full,
+                  full_disk=full_disk)
+    out.real = real_state
+    out.before_crash = hooked
+    return out
+
+
+# the pristine images of a --fs sweep, in its work directory (realfs.Images)
+REALFS_DIR = "realfs"
+
+
+def on_real_fs(combo, settings):
+    """Whether the combo's runs go on a real filesystem (--fs): every
+    run but a spec's full-disk case, which needs its nearly full tmpfs
+    (execute_run's full_disk)."""
+    return settings is not None and settings.fs is not None
+
+
+def pristine_image(combo, settings):
+    """The image of settings.fs with the combo's work directory as every
+    run starts it (made on first use, by whichever process asks)."""
+    old, _ = contents(combo)
+    name = target_name(combo.spec)
+
+    def lay(work):
+        os.mkdir(work / TMP)
+        lay_work(os.fspath(work), old, name, combo.start)
+    return realfs.Images(settings.work / REALFS_DIR, settings.fs,
+                         settings.fs_options).pristine(combo.prefix, lay)
 
 
 def reclaim(path):
@@ -1264,17 +1361,24 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
                   ("exit",) if rec is None else call_site(rec, workdir), i)
                  for i, rec in enumerate(points)
                  if rec is None or is_crash_point(rec, workdir, table)]
-        kept = select(found, settings, stats, models=len(settings.models))
-        for model in settings.models:
+        real = [realfs.model_of(settings.fs)] if on_real_fs(combo, settings) \
+            else []
+        kept = select(found, settings, stats,
+                      models=len(settings.models) + len(real))
+        # a model's cases, then the real kernel's (Judge.real_powerloss)
+        for model in list(settings.models) + real:
             for i in kept:
                 rec = points[i]
                 tag = "start" if i == 0 else "exit" if rec is None \
                     else names[rec]
+                # a real case's run is aimed at the call as a fault is
+                where = list(coords.signature(rec)[:2]) \
+                    if model in real and rec is not None else None
                 cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
                                   combo=pre, kind="powerloss", call=tag,
                                   model=model, point=i,
                                   at=rec["seq"] if rec is not None else None,
-                                  backend=how))
+                                  where=where, backend=how))
     return cases
 
 
@@ -1626,6 +1730,26 @@ def call_names(records):
 QUIET = ("ok", "ignored-error")
 
 
+def crash_seq(out):
+    """The seq of the call a crash-after fault of OUT's plan stopped the
+    program after, or None."""
+    return next((r["seq"] for r in out.faulted()
+                 if r["ev"] == "call" and r.get("fault")), None)
+
+
+def records_upto(records, seq):
+    """RECORDS (in the trace's order) up to and including the call
+    record numbered SEQ; all of them for None."""
+    if seq is None:
+        return list(records)
+    out = []
+    for r in records:
+        out.append(r)
+        if r["ev"] == "call" and r["seq"] == seq:
+            break
+    return out
+
+
 def committed_before(judge, combo, out, faulted):
     """Whether the new content was durable before the first faulted call
     of OUT: the durable state of the crash point just before it (the
@@ -1957,6 +2081,9 @@ class Judge:
             return self._execute(case)
         except CheckerFailed as e:
             return self.failed(case, e.reason, e.detail())
+        except realfs.RealFsError as e:
+            return self.failed(case, f"the real {self.settings.fs} "
+                               f"filesystem: {e}")
         except ScratchFull as e:
             return self.result(case, self.combos[case.combo], oracle.Verdict(
                 "harness-error", str(e), SCRATCH_WHY), None, states=0)
@@ -2019,6 +2146,8 @@ class Judge:
                 "and this is never a pass. The other cases stand: each "
                 "checks that its fault hit the call it was aimed at."))
             return self.result(case, combo, verdict, out, states=0)
+        if case.kind == "powerloss" and realfs.fs_of(case.model):
+            return self.real_powerloss(case, combo, base)
         if case.kind == "powerloss":
             out, points = self.baseline_points(combo, case.model)
             self.last_out = out
@@ -2072,6 +2201,138 @@ class Judge:
                 if scratch == self._scratch:
                     self._scratch = self._scratch_combo = None
                     self.close_server()     # it started in what is gone
+
+    def real_powerloss(self, case, combo, base):
+        """A power-loss case judged on the real kernel (--fs): the program
+        runs on a fresh copy of the combo's image, killed right after the
+        call of its crash point (the plan language's crash-after, as a
+        crash case is), or not run at all for the point before its first
+        call, or left to exit for the one after; the filesystem is then
+        cut off from its disk, and mounted again (realfs.Disk.crash). The
+        tree it holds is judged as a model's crash state is. Twice: as
+        the kernel left it, and after another file of the filesystem was
+        fsynced (REAL_PUSHES): ext4's and XFS's one journal commits then,
+        which is how another process's fsync shows what reached the disk
+        in which order."""
+        fs = realfs.fs_of(case.model)
+        baseline = load_run(self.work / combo.prefix)
+        self.last_out = baseline
+        if outlived(baseline.run):
+            return self.result(case, combo, outlived_verdict(baseline.run),
+                               baseline, states=0, keep=False)
+        if self.settings.fs != fs:
+            return self.failed(case, f"a case of the real {fs} kernel, in a "
+                               f"sweep on {self.settings.fs or 'no real filesystem'}"
+                               f" (--fs {fs})")
+        plan = None if case.call == "start" else "" if case.call == "exit" \
+            else f"{case.call}=crash-after"
+        # before the first call nothing is pending: one state
+        pushes = REAL_PUSHES[:1] if plan is None else REAL_PUSHES
+        states, out = [], None
+        for words, push in pushes:
+            scratch = (Path(tempfile.mkdtemp(prefix="real-", dir=self.scratch_root))
+                       if self.scratch_root is not None and not self.hold
+                       else runner.make_scratch())
+            try:
+                try:
+                    # traced, without snapshots: the recorder reads no
+                    # file of the program's (a read-back's close is an
+                    # ext4 release, which takes auto_da_alloc's flush
+                    # from the program's own close)
+                    out = execute_run(combo, plan, scratch,
+                                      timeout_of(combo, self.settings),
+                                      record=False, settings=self.settings,
+                                      backend=case.backend, crash=True,
+                                      before_crash=push)
+                except ScratchFull as e:
+                    return self.result(case, combo, oracle.Verdict(
+                        "harness-error", str(e), SCRATCH_WHY), None, states=0)
+                self.last_out = out
+                run = out.run
+                problem = ""
+                if run.timed_out:
+                    problem = (f"the run on {fs} timed out before its crash "
+                               "point")
+                elif plan and crash_seq(out) is None:
+                    problem = (f"the run on {fs} never reached {case.call}: "
+                               f"the program made its calls otherwise than "
+                               f"in its baseline (exit status {run.status}, "
+                               f"signal {run.signal})")
+                elif plan and aimed_astray(case, out.faulted()):
+                    problem = aimed_astray(case, out.faulted())
+                elif plan == "" and run.status != 0:
+                    problem = (f"the run on {fs} exited {run.status} (signal "
+                               f"{run.signal}) where its baseline exited 0")
+                if problem:
+                    return self.result(case, combo, oracle.Verdict(
+                        "harness-error", problem, REAL_ASTRAY_WHY), out,
+                        states=0, keep=True)
+                states.append(self.real_state(case, combo, out, baseline,
+                                              fs, words))
+            finally:
+                if self.hold and push is pushes[-1][1]:
+                    self.last_scratch = scratch
+                else:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        states = self.states_of(combo, states, claimed=plan == "")
+        renamed, removed = self.first_rename(combo, baseline)
+        upto = case.at if case.at is not None else (
+            -1 if plan is None else float("inf"))
+        verdict = oracle.judge(oracle.Outcome(
+            status=baseline.run.status, crash_states=states,
+            **self.visible(combo, baseline),
+            target_name=target_name(combo.spec),
+            target_renamed=renamed is not None and renamed <= upto,
+            target_removed=removed is not None and removed <= upto,
+            calls=self.baseline_calls(combo, baseline), **base))
+        return self.result(case, combo, verdict, out, states=len(states),
+                           keep=True, upto=case.at)
+
+    def states_of(self, combo, states, claimed):
+        """STATES, real crash states, as states() gives a model's:
+        claimed, and with the checker's answer for a checker contract."""
+        for st in states:
+            st.claimed = claimed
+            if combo.spec.contract in ("check", "tree"):
+                st.check = self.run_checker(combo, st, claimed)
+        self.last_states = list(states)
+        return self.last_states
+
+    def real_state(self, case, combo, out, baseline, fs, words=""):
+        """The realfs.RealState of a crashed run OUT (WORDS: how the
+        kernel was pushed before the crash, for its label). What
+        persisted and what did not, and the rule broken, are those of
+        the state of the filesystem's model that is the same tree, at
+        the same point of the BASELINE's trace (the program exited
+        there, or was killed: either way the kernel closed what it left
+        open; and the fsync of another file, when one was made), when
+        the explorer gives one (realfs.COMPANION names the model); else
+        what differs from what a read saw."""
+        seen, (files, dirs, links) = out.real
+        label = f"{point_label(case)}, the real {fs} state{words}"
+        name = target_name(combo.spec)
+        key = realfs.tree_key(files, dirs, links)
+        model = realfs.companion(fs, explorer.MODELS)
+        match = None
+        if case.call != "start":
+            records = records_upto(baseline.records, case.at)
+            if out.before_crash is not None:
+                records = realfs.with_sync_record(records, out.before_crash)
+            try:
+                point = explorer.explore_exit(
+                    records, baseline.snapdir, (model,), name,
+                    cap=self.settings.cap, seed=self.settings.seed,
+                    exit_ok=False, blob_cache=baseline.blobs)[model]
+                match = next((m for m in point.states if realfs.tree_key(
+                    m.files, m.dirs, m.links) == key), None)
+            except (explorer.ExplorerError, trace.TraceError):
+                match = None
+        if match is not None:
+            return realfs.RealState(label, files, dirs, links, name,
+                                    match.why, match.rule, match.persisted,
+                                    match.lost)
+        return realfs.RealState(label, files, dirs, links, name,
+                                realfs.differences(seen, (files, dirs, links)))
 
     def judge_recorded(self, case, combo, out, base):
         """judge_run, but a run the library stopped for crashcheck's own
@@ -2475,7 +2736,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": reproduce(spec, case, self.settings.backend),
+            "reproduce": on_fs(reproduce(spec, case, self.settings.backend),
+                               spec, self.settings.fs),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -2709,8 +2971,9 @@ def aimed_astray(case, faulted):
     """Why the fault of CASE hit another call than the one it was aimed
     at (the baseline's, Case.where: its offset and length), or "": a
     program that makes its calls on one file otherwise from run to run
-    must not be judged on the wrong one."""
-    if not case.where or not case.plan:
+    must not be judged on the wrong one. A real power-loss case's
+    crash-after is such a fault."""
+    if not case.where or not (case.plan or realfs.fs_of(case.model)):
         return ""
     hit = next((r for r in faulted if r["ev"] == "call" and r.get("fault")),
                None)
@@ -2725,6 +2988,17 @@ def aimed_astray(case, faulted):
             f"made it at {coords.describe(want + (False, 0))}")
 
 
+# How a real power-loss case's runs push the kernel between the kill and
+# the crash: (the label's words, realfs.Disk's hook)
+REAL_PUSHES = (("", None),
+               (" after an fsync of another file", lambda d: d.sync_other()))
+REAL_ASTRAY_WHY = (
+    "A power-loss case on a real filesystem runs the program again, on a "
+    "fresh filesystem, and kills it right after the call of its crash "
+    "point, named as in its baseline (write(target.tmp)#3). This run did "
+    "not get there, or not in time: the program takes another path on "
+    "this filesystem than in its baseline, or its calls vary from run to "
+    "run. No state was judged, and this is never a pass.")
 ASTRAY_WHY = (
     "The fault was aimed at a call by the file it is on and its number "
     "among that file's calls, as the recorded run made them; in this run "
@@ -2800,6 +3074,15 @@ def reproduce(spec, case, backend="auto"):
 
 
 _RERUN = {}     # id(spec) -> (spec, "scripts/crashcheck run SPEC"): resolved once
+
+
+def on_fs(command, spec, fs):
+    """A reproduce COMMAND of a sweep on the real filesystem FS (--fs),
+    which runs on it again (an audit's own command carries --fs
+    already)."""
+    if fs is None or getattr(spec, "reproduce_command", None) is not None:
+        return command
+    return f"{command} --fs {fs}"
 
 
 def safe_name(case_id):
@@ -2891,7 +3174,16 @@ def state_readme(res, crash, got, old, new, tree=False):
     what = "a tree, judged by its checker alone" if tree else \
         payload.describe(got, old, new)
     # what the disk holds first, then why: the order a reader follows
-    if crash is not None:
+    fs = realfs.fs_of(res.get("model"))
+    if crash is not None and fs is not None:
+        lines += [f"state:       crash state {crash.label}: a real kernel "
+                  f"state, what the {fs} filesystem held after the program "
+                  f"was killed there and the filesystem was cut off from "
+                  f"its disk ({realfs.HOW[fs]}) and mounted again",
+                  f"target:      {what}",
+                  f"because:     {crash.why}",
+                  f"rule:        {crash.rule or '-'}"]
+    elif crash is not None:
         lines += [f"state:       crash state {crash.label} "
                   f"({res.get('model') or 'posix'} model): what the disk may "
                   "hold after a power cut there",
