@@ -15,6 +15,8 @@
 
 #include "plan.h"
 
+struct cc_io;	/* rules.h */
+
 #define CC_PATH_MAX 4096
 #define CC_TAINT_MAX 64
 /* a range snapshot of at most this many bytes goes in the trace line ("data") */
@@ -68,6 +70,8 @@ struct cc_state {
 	const char *note;	/* CRASHCHECK_NOTE: where to say why the run was stopped */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
+	bool any_glob;		/* some rule has a glob */
+	const struct cc_io *io;	/* the backend's facts of the program (rules.h) */
 	const char *backend;	/* the init record's "backend": "syscall" in the
 				 * supervisor's trace, NULL (none) in the preload's */
 	void (*stop_program)(void);	/* the supervisor's: SIGKILL every process
@@ -163,10 +167,11 @@ struct cc_rec {
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
 	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
-	/* the hooks' own (preload.c) */
+	/* the rules' own (rules.c) */
 	long long pos;		/* write, writev: the descriptor's position before, -1 = none */
 	void *tofree;		/* freed after the line: a short writev's trimmed vector */
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
+	void *ctx;		/* the backend's own state of the call (cc.io's) */
 	const void *at;		/* the wrapper's return address: where the program made the call */
 	/* the supervisor's instead of at: "at" and "up" (syscall/unwind.c) */
 	const struct cc_frame *frames;
@@ -209,8 +214,11 @@ void cc_names_changed(void);
 void cc_taint(uint64_t dev, uint64_t ino);
 /* the child of fork(): locks another thread held are free again */
 void cc_after_fork_child(void);
-/* PATH made absolute against DIRFD (AT_FDCWD = the cwd) */
+/* PATH made absolute against DIRFD (AT_FDCWD = the cwd) of this process */
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
+/* PATH made absolute against the directory BUF holds (a relative PATH;
+ * "" for none), in BUF, and folded: ".", ".." and repeated slashes out */
+void cc_path_join(char *buf, size_t size, const char *path);
 /* the O_DIRECT alignment of fd */
 unsigned cc_dio_align(int fd);
 

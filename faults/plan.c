@@ -60,18 +60,6 @@ int call_alias_base(const char *name, size_t len)
 	return -1;
 }
 
-const char *call_class_name(enum call_class cls)
-{
-	switch (cls) {
-	case C_DATA: return "data";
-	case C_SYNC: return "sync";
-	case C_NAME: return "name";
-	case C_MAP: return "map";
-	case C_OTHER: return "other";
-	}
-	return "other";
-}
-
 /* The errnos a plan may name: what storage and file-system calls return. */
 static const struct {
 	const char *name;

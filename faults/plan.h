@@ -57,8 +57,6 @@ extern const struct call_info call_table[CALL__COUNT];
 int call_lookup(const char *name, size_t len);
 /* the base call of a 64-bit alias NAME[0..len), or -1 when it is none */
 int call_alias_base(const char *name, size_t len);
-/* "data", "sync", "name", "map", "other" */
-const char *call_class_name(enum call_class cls);
 
 /* errno names the plan accepts; NULL / 0 when unknown */
 const char *plan_errno_name(int err);

@@ -38,7 +38,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "cc.h"
+#include "rules.h"
 
 long cc_sys_open(const char *path, int flags, int mode)
 {
@@ -488,31 +488,41 @@ static void fold_path(char *buf)
 	*out = '\0';
 }
 
-void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
+void cc_path_join(char *buf, size_t size, const char *path)
 {
-	char base[CC_PATH_MAX];
+	size_t n;
 
-	buf[0] = '\0';
-	if (!path)
-		return;
 	if (path[0] == '/') {
 		snprintf(buf, size, "%s", path);
 		fold_path(buf);
 		return;
 	}
-	if (dirfd == AT_FDCWD) {
-		long n = syscall(SYS_getcwd, base, sizeof(base));
-		if (n <= 0)
-			base[0] = '\0';
-	} else {
-		cc_fd_path(dirfd, base, sizeof(base));
-	}
 	while (path[0] == '.' && path[1] == '/')
 		path += 2;
-	if (!strcmp(base, "/"))
-		base[0] = '\0';
-	snprintf(buf, size, "%s/%s", base, path);
+	n = strnlen(buf, size);
+	if (n == size)
+		n = size - 1;
+	/* the base "/" joins as "" */
+	if (n == 1 && buf[0] == '/')
+		n = 0;
+	snprintf(buf + n, size - n, "/%s", path);
 	fold_path(buf);
+}
+
+void cc_abs_path(int dirfd, const char *path, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (!path)
+		return;
+	if (path[0] != '/') {
+		if (dirfd == AT_FDCWD) {
+			if (syscall(SYS_getcwd, buf, size) <= 0)
+				buf[0] = '\0';
+		} else {
+			cc_fd_path(dirfd, buf, size);
+		}
+	}
+	cc_path_join(buf, size, path);
 }
 
 /*
@@ -1276,33 +1286,17 @@ static void snap_file_fd(struct sb *sb, int fd, const struct stat *st, bool *fir
  */
 static bool snap_fd_stat(struct cc_rec *r, struct stat *st)
 {
-	char proc[64];
-	int fd;
-
 	if (cc_sys_fstat(r->snap_fd, st) == 0 &&
 	    (!r->snap_fd_borrowed || !r->has_st ||
 	     (st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino)))
 		return true;
 	if (!r->snap_fd_borrowed || !r->has_st)
 		return false;
-	if (r->snap_fd_kept) {
-		fd = cc_fd_reader(r->fd, &r->st, r->snap_fd);
-		if (fd >= 0 && cc_sys_fstat(fd, st) == 0 &&
-		    st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino) {
-			r->snap_fd = fd;
-			return true;
-		}
-	}
-	r->snap_fd = -1;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
-	fd = cc_open_read(AT_FDCWD, proc, O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	/* the caller closes it, whatever comes of it */
-	r->snap_fd = fd;
-	r->snap_fd_borrowed = r->snap_fd_kept = false;
-	return cc_sys_fstat(fd, st) == 0 && st->st_dev == r->st.st_dev &&
-	       st->st_ino == r->st.st_ino;
+	/* a descriptor not ours to close is not used: another is had, which
+	 * the caller closes unless it is borrowed too */
+	cc.io->fd_resnap(r);
+	return r->snap_fd >= 0 && cc_sys_fstat(r->snap_fd, st) == 0 &&
+	       st->st_dev == r->st.st_dev && st->st_ino == r->st.st_ino;
 }
 
 /* bytes [POS, POS+LEN) of what the call handed down equal DATA */
@@ -2100,6 +2094,7 @@ void cc_rec_init(struct cc_rec *r, int call)
 	r->off_exact = false;
 	r->pos = -1;
 	r->tofree = NULL;
+	r->ctx = NULL;
 	r->at = NULL;
 	r->frames = NULL;
 	r->nframes = 0;

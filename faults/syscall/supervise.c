@@ -575,33 +575,6 @@ bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags)
 	return true;
 }
 
-/* PATH made absolute against the thread's DIRFD (AT_FDCWD: its cwd), as
- * the preload's cc_abs_path makes it against its own */
-void sv_abs_path(pid_t tid, int dirfd, const char *path, char *buf, size_t size)
-{
-	char base[CC_PATH_MAX];
-
-	if (path[0] == '/') {
-		snprintf(buf, size, "%s", path);
-		return;
-	}
-	if (dirfd == AT_FDCWD) {
-		char proc[64];
-		ssize_t n;
-
-		snprintf(proc, sizeof(proc), "/proc/%d/cwd", tid);
-		n = readlink(proc, base, sizeof(base) - 1);
-		base[n > 0 ? n : 0] = '\0';
-	} else {
-		sv_fd_path(tid, dirfd, base, sizeof(base));
-	}
-	while (path[0] == '.' && path[1] == '/')
-		path += 2;
-	if (!strcmp(base, "/"))
-		base[0] = '\0';
-	snprintf(buf, size, "%s/%s", base, path);
-}
-
 /* ---- the filter ------------------------------------------------------------ */
 
 /*
@@ -1260,6 +1233,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	cc.backend = "syscall";
 	cc.stop_program = stop_program;
+	sv_calls_init();
 	ctx = build_filter();
 	start.filter = export_filter(ctx);
 	seccomp_release(ctx);
