@@ -6,6 +6,7 @@
  * from the environment, the record of one intercepted call, the recorder.
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -195,6 +196,7 @@ long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size);
 long cc_sys_stat_ino(const char *path, uint64_t *ino, int *mode, long long *size);
 void cc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cc_vwarn(const char *fmt, va_list ap);
 
 /* path of fd via /proc/self/fd; "" when it has none */
 void cc_fd_path(int fd, char *buf, size_t size);
@@ -212,8 +214,11 @@ void cc_names_changed(void);
 /* INO on DEV may change without an intercepted write (a MAP_SHARED mapping,
  * a stdio buffer flushed inside libc): no range snapshots of it, ever */
 void cc_taint(uint64_t dev, uint64_t ino);
-/* the child of fork(): locks another thread held are free again */
-void cc_after_fork_child(void);
+/* the child of fork(): the locks another thread held are free again, in
+ * the preload's descriptor cache (fdcache.c) and the trace (trace.c) */
+void cc_fd_cache_after_fork(void);
+void cc_trace_after_fork(void);
+void cc_snap_after_fork(void);
 /* PATH made absolute against DIRFD (AT_FDCWD = the cwd) of this process */
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
 /* PATH made absolute against the directory BUF holds (a relative PATH;
@@ -230,7 +235,7 @@ void cc_callsite_forget(void);
 /* the child of fork(): the table's lock another thread held is free */
 void cc_callsite_after_fork(void);
 
-/* the 64-bit content hash that names snapshot files (record.c) */
+/* the 64-bit content hash that names snapshot files (hash.c) */
 uint64_t cc_hash(const void *buf, size_t len);
 
 /* The same hash over bytes given in pieces: init, feed (any lengths), end */

@@ -133,6 +133,16 @@ static void note_std(void)
 
 static const struct cc_io preload_io;	/* below, with the wrappers' steps */
 
+/* the child of fork(): it has one thread, and a lock another one held is
+ * free; its lines carry its own pid */
+static void after_fork_child(void)
+{
+	cc_trace_after_fork();
+	cc_snap_after_fork();
+	cc_fd_cache_after_fork();
+	cc_callsite_after_fork();
+}
+
 static void cc_init(void)
 {
 	int e;
@@ -149,7 +159,7 @@ static void cc_init(void)
 	cc_env_read(true);
 
 	note_std();
-	if (pthread_atfork(NULL, NULL, cc_after_fork_child))
+	if (pthread_atfork(NULL, NULL, after_fork_child))
 		cc_die("pthread_atfork failed");
 	cc_trace_init();
 	__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);

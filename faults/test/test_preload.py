@@ -140,7 +140,7 @@ def _round(acc, w):
 
 
 def content_hash(data):
-    """faults/record.c's cc_hash, written again from its description: the
+    """faults/hash.c's cc_hash, written again from its description: the
     16 hex digits that name a snapshot file."""
     n, i = len(data), 0
     word = lambda at, size: int.from_bytes(data[at:at + size], "little")
@@ -170,7 +170,7 @@ def content_hash(data):
     h ^= h >> 29
     h = (h * P3) & M64
     h ^= h >> 32
-    return h.to_bytes(8, "little").hex()    # as record.c's hash_hex spells it
+    return h.to_bytes(8, "little").hex()    # as hash.c's cc_hash_hex spells it
 
 
 def one_fault(run, call, n, action, errno=None):

@@ -208,7 +208,7 @@ def never_fired_reason(rule, records):
             f"call{'s' if len(made) != 1 else ''}"
     if glob is None:
         return total
-    # As the library matches (faults/preload.c): the call's first path
+    # As the library matches (faults/plan.c): the call's first path
     # (a rename's old name), whole or its last component, fnmatch flags 0.
     on = sum(1 for r in made.values() if _matches(glob, r.get("path")))
     return f"{total}, {on} on a path matching '{glob}'"

@@ -7,7 +7,7 @@ the program sees it from its work directory (`target.tmp`, `.` for the
 directory itself, `sub/x`), and counts only the calls of that name on
 that file: the plan language's glob (`write(target.tmp)#3`), which the
 fault library also matches against the path relative to
-CRASHCHECK_WATCH (faults/preload.c, glob_match). Case ids, plans,
+CRASHCHECK_WATCH (faults/plan.c, glob_match). Case ids, plans,
 reproduce commands and crash points are written with these
 coordinates.
 
@@ -201,7 +201,7 @@ class Coords:
 
     def _matches(self, name, path, literal, wild):
         """The globs of calls NAME that PATH matches, as glob_match in
-        faults/preload.c matches them."""
+        faults/plan.c matches them."""
         rel = relative(path, self.watch)
         if rel == ".":
             # the work directory itself: by its full path or as '.'

@@ -2047,7 +2047,7 @@ class Judge:
         Such a run records from where the baseline made the faulted call,
         and takes no snapshots; the library still gives every call its
         seq, and writes the line of any call a fault fired on
-        (faults/preload.c, CRASHCHECK_TRACE_FROM). judge_run accepts it
+        (faults/trace.c, CRASHCHECK_TRACE_FROM). judge_run accepts it
         only when that is all it needs; else the case runs again,
         recorded whole. Kinds in LITE_KINDS are those whose programs
         mostly stop; where the lite runs of one group of cases
@@ -2088,7 +2088,7 @@ class Judge:
         offset, and a range snapshot: the fstat after it and the bytes
         read back) cost three of the five system calls the recorder
         makes for a write.
-        Such a run records every write thin that it may (faults/preload.c,
+        Such a run records every write thin that it may (faults/trace.c,
         CRASHCHECK_TRACE_FULL): the file, its flags and what the call
         returned. The faulted call, which a rule chooses, never is.
         judge_run accepts it only where no thin line is read; else the

@@ -46,7 +46,7 @@ def read(path):
 def clean(data):
     """Trace text as the library meant it. A process tree sharing a
     counter file writes its trace through a shared mapping (faults/
-    record.c, trace_put): the file ends in zero bytes past the last line,
+    trace.c, trace_put): the file ends in zero bytes past the last line,
     and a process that died while writing a line leaves zeros, or zeros
     and part of that line, where the line was to go. The line's first
     byte is written last, so of a text line holding a zero byte only what
@@ -336,7 +336,7 @@ class Lazy:
         return out
 
     def thin(self):
-        """Whether a line may be thin (faults/preload.c, CRASHCHECK_TRACE_FULL)."""
+        """Whether a line may be thin (faults/trace.c, CRASHCHECK_TRACE_FULL)."""
         return b'"thin":' in self.data
 
     def _for_exit(self, kind, ino):
