@@ -27,9 +27,9 @@
  * replaced (close, dup2, an open that reuses the number: forgotten there)
  * or a name changes (rename, unlink: names_gen in the shared mapping, so a
  * rename by another process of the tree counts too). An entry is used only
- * when the fstat the rule made anyway (use_fd) shows the same inode, still linked
- * (an unlinked file reads "path (deleted)"), and names_gen has not moved
- * since the readlink; anything else reads the link again.
+ * when the fstat the rule made anyway (use_fd) shows the same inode, still
+ * linked (an unlinked file reads "path (deleted)"), and names_gen has not
+ * moved since the readlink; anything else reads the link again.
  */
 #define FD_CACHE_NR 1024
 #define FD_CACHE_PATH 512
