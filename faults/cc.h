@@ -134,6 +134,8 @@ struct cc_frame {
 struct cc_rec {
 	int call;		/* enum call_id */
 	unsigned long n;	/* ordinal of this call among calls to it, 1-based */
+	unsigned thread;	/* the thread that makes it: 1 its process's first,
+				 * then in the order its threads were made */
 	int rule;		/* index of the rule that matched, -1 = none */
 	bool fired;		/* the rule's fault really happened */
 	int fd;			/* -1 = none */

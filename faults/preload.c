@@ -68,6 +68,15 @@ static TLS struct {
 	int fired;	/* libfiu consulted us and we said yes */
 } tls_fire;
 
+/*
+ * This thread's number in its process (cc_rec.thread): 1 the thread the
+ * process started with, the others in the order pthread_create made them
+ * (pthread_create below), so that a call's identity in a plan is not
+ * which thread came first: 0 until known.
+ */
+static TLS unsigned tls_thread;
+static unsigned threads_made = 1;	/* numbers given, the first thread's included */
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool init_done;	/* cc_init has read the environment */
 static pthread_once_t fiu_once = PTHREAD_ONCE_INIT;	/* setup_fiu */
@@ -137,6 +146,9 @@ static const struct cc_io preload_io;	/* below, with the wrappers' steps */
  * free; its lines carry its own pid */
 static void after_fork_child(void)
 {
+	/* the forking thread is the child's first */
+	tls_thread = 1;
+	threads_made = 1;
 	cc_trace_after_fork();
 	cc_snap_after_fork();
 	cc_fd_cache_after_fork();
@@ -251,9 +263,20 @@ static bool enter(void)
 	return true;
 }
 
+/* this thread's number: a thread that pthread_create did not make (a raw
+ * clone) is numbered when first seen, in no order a run keeps */
+static unsigned this_thread(void)
+{
+	if (!tls_thread)
+		tls_thread = syscall(SYS_gettid) == syscall(SYS_getpid) ? 1 :
+			     __atomic_add_fetch(&threads_made, 1, __ATOMIC_SEQ_CST);
+	return tls_thread;
+}
+
 static void rec_init(struct cc_rec *r, int call)
 {
 	cc_rec_init(r, call);
+	r->thread = this_thread();
 }
 
 static void __attribute__((noreturn)) kill_self(void)
@@ -666,6 +689,51 @@ int dup3(int oldfd, int newfd, int flags)
 
 	if (ret >= 0)
 		cc_fd_forget(newfd);
+	return ret;
+}
+
+/*
+ * pthread_create is not in calls.def: it only numbers the thread it makes,
+ * in the order the program makes them, and the new thread takes its
+ * number before it runs the program's function.
+ */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	unsigned thread;
+};
+
+static void *thread_start(void *p)
+{
+	struct thread_start s = *(struct thread_start *)p;
+
+	free(p);
+	tls_thread = s.thread;
+	return s.fn(s.arg);
+}
+
+DECLARE_NEXT(pthread_create);
+
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+		   void *arg)
+{
+	struct thread_start *s = malloc(sizeof(*s));
+	unsigned mine;
+	int ret;
+
+	if (!s)
+		return REAL(pthread_create)(th, attr, fn, arg);
+	s->fn = fn;
+	s->arg = arg;
+	s->thread = mine = __atomic_add_fetch(&threads_made, 1, __ATOMIC_SEQ_CST);
+	ret = REAL(pthread_create)(th, attr, thread_start, s);
+	if (ret) {
+		free(s);
+		/* none made: its number is the next one's, unless another
+		 * thread took one meanwhile */
+		__atomic_compare_exchange_n(&threads_made, &mine, mine - 1, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
 	return ret;
 }
 

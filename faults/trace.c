@@ -358,6 +358,7 @@ void cc_rec_init(struct cc_rec *r, int call)
 {
 	r->call = call;
 	r->n = 0;
+	r->thread = 1;
 	r->rule = -1;
 	r->fired = false;
 	r->fd = -1;
@@ -501,6 +502,12 @@ static void sb_head_seq(struct sb *sb, const char *ev, const struct cc_rec *r,
 	sb_str(sb, call_table[r->call].name);
 	sb_lit(sb, "\",\"n\":");
 	sb_u64(sb, r->n);
+	/* a process's first thread is the only one most have: said of the
+	 * others alone */
+	if (r->thread > 1) {
+		sb_lit(sb, ",\"thread\":");
+		sb_u64(sb, r->thread);
+	}
 	if (r->at) {
 		char site[CC_PATH_MAX + 32];
 

@@ -50,7 +50,8 @@ def test_each_verdicts_meaning_stands_alone():
 def test_help_plans_lists_the_call_table():
     r = cc("help", "plans")
     assert r.returncode == 0, r.stderr
-    assert "RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION" in r.stdout
+    assert "RULE   := CALL [ '(' GLOB ')' ] [ '@' THREAD ] '#' N [ '+' [ '+' ] ]\n" \
+        "            '=' ACTION" in r.stdout
     for name in calls.table():
         assert re.search(rf"^  {re.escape(name)} +\S", r.stdout, re.M), name
     # every example it gives is a plan planck accepts

@@ -235,7 +235,7 @@ void rule_decide(struct cc_rec *r)
 		stat_fd(r, r->fd);
 	std = r->fd >= 0 && r->has_ino && is_std(r->dev, r->ino);
 	r->rule = plan_fire(&cc.plan, &(struct plan_call){
-		r->call, r->n, r->path, cc.watch, std }, count_rule, NULL);
+		r->call, r->n, r->thread, r->path, cc.watch, std }, count_rule, NULL);
 }
 
 /*

@@ -410,6 +410,10 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 	r = &c->r;
 	cc_rec_init(r, sc_table[sc].call);
 	r->ctx = c;
+	/* a thread whose clone event never came: numbered as it is met */
+	if (!t->thread)
+		t->thread = ++t->proc->threads;
+	r->thread = t->thread;
 	if ((sc == SC_munmap || sc == SC_msync) && !map_counts(c, t)) {
 		sv_pending_free(c);
 		return SV_CONT;

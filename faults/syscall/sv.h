@@ -67,6 +67,8 @@ struct fd_cache {
 struct proc {
 	pid_t tgid;
 	int tasks;		/* its threads we know */
+	unsigned threads;	/* threads it has made, its first included: the
+				 * number of the next one is threads + 1 */
 	struct fd_cache *fds;	/* its descriptors, NULL until one is cached */
 	int pidfd;		/* pidfd_open of tgid, 0 = not yet, -1 = none */
 	int shared_maps;	/* MAP_SHARED file mappings made (or inherited); 0 = a
@@ -107,6 +109,10 @@ struct task {
 	pid_t tid;
 	struct proc *proc;
 	bool fresh;		/* attached by a clone event; its first stop not seen */
+	unsigned thread;	/* its number in its process (cc_rec.thread): 1 its
+				 * first, then in the order made; 0 = its clone
+				 * event has not come yet */
+	bool held;		/* a new thread stopped until its number is known */
 	struct pending *call;	/* in a trapped call, waiting for its exit stop */
 	struct task *next;	/* hash chain */
 };

@@ -107,15 +107,22 @@ def plans(width=78):
         "A plan names the calls to fail and how:",
         "",
         "  PLAN   := RULE (';' RULE)*",
-        "  RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION",
+        "  RULE   := CALL [ '(' GLOB ')' ] [ '@' THREAD ] '#' N [ '+' [ '+' ] ]",
+        "            '=' ACTION",
         "  ACTION := ERRNO-NAME | 'short' [ ':' BYTES ] | 'crash' | 'crash-after'",
         "",
         *_table([
             ("N", "counts calls to CALL from 1, across the whole process "
                   "tree; with (GLOB), only calls on a path matching it "
                   "(fnmatch, against the full path and its last component)"),
+            ("@THREAD", "count only the calls of that thread of its process: "
+                        "1 the one it started with, then 2, 3, ... in the "
+                        "order its threads were made (a trace line of a "
+                        "thread past the first says its \"thread\")"),
             ("+", "fire on that call and every later one (a full disk "
                   "stays full)"),
+            ("++", "with a glob or a thread: fire on that call and every "
+                   "later call of CALL, on any path, in any thread"),
             ("ERRNO-NAME", "fail the call with that errno: EIO, ENOSPC, "
                            "EINTR, EDQUOT, EFBIG, EROFS, ..."),
             ("short[:B]", "really write B bytes (default half, at least 1; "
@@ -126,7 +133,7 @@ def plans(width=78):
         ], width),
         "",
         "Examples: fsync#1=EIO  write#3+=ENOSPC  write(*.tmp)#2=short:100",
-        "          rename#1=crash  'fsync#1=EIO;rename#1=crash'",
+        "          pwrite(data)@2#1=EIO  rename#1=crash  'fsync#1=EIO;rename#1=crash'",
         "",
         _para("""Try one with `crashcheck trace -- PROGRAM ARGS` (the calls
               numbered as plans count them), then `crashcheck inject PLAN --

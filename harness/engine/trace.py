@@ -677,6 +677,7 @@ _OPTIONAL = (
     ("fault", lambda v: isinstance(v, dict), "an object"),
     ("dir", lambda v: isinstance(v, bool), "a boolean"),
     ("thin", lambda v: v is True, "true"),
+    ("thread", lambda v: _is_int(v) and v >= 1, "a positive integer"),
     ("when", lambda v: v in ("before", "after"), "'before' or 'after'"),
     ("rule", _is_int, "an integer"),
 )
@@ -982,6 +983,9 @@ def format_call(rec, base=None, show_pid=False, root=None):
         line += f" [fault: {rec['fault'].get('action', '?')}]"
     if rec.get("thin"):
         line += " [thin]"
+    if rec.get("thread", 1) > 1:
+        # which of its process's threads: as a plan's @THREAD names it
+        line += f" [thread {rec['thread']}]"
     if show_pid and rec.get("pid") is not None:
         line = f"[pid {rec['pid']}] " + line
     return line
