@@ -2,7 +2,8 @@
 # only delegates and runs things. See README.md.
 #
 #   make              build everything (workloads, faults, unit tests)
-#   make check        build, then run the Check unit tests and pytest
+#   make check        build, then run the Check unit tests, the fault
+#                     library's own tests and pytest
 #   make check-docs   run every example of README.md and docs/, slow ones too
 #                     (installs the programs the guide audits first)
 #   make check-html   test report.html in headless chromium (installs it)
@@ -27,19 +28,16 @@
 
 include mk/common.mk
 
-# faults/ joins the build as soon as it has a Makefile. The harness's
-# bytecode is compiled here too: where PYTHONDONTWRITEBYTECODE is set (as
-# in many containers) Python never writes it, and every crashcheck command
-# compiled the harness again on start (about 60 ms of ~130).
-HAVE_FAULTS = $(wildcard faults/Makefile)
+# The harness's bytecode is compiled here too: where
+# PYTHONDONTWRITEBYTECODE is set (as in many containers) Python never
+# writes it, and every crashcheck command compiled the harness again on
+# start (about 60 ms of ~130).
 PYTEST_FLAGS ?= -rs
 SUBMAKE = $(MAKE) --no-print-directory
 
 all: deps
 	$(Q)$(SUBMAKE) -C workloads
-ifneq ($(HAVE_FAULTS),)
 	$(Q)$(SUBMAKE) -C faults
-endif
 	$(Q)$(SUBMAKE) -C harness
 	$(Q)$(SUBMAKE) -C tests/unit
 	$(Q)$(PYTHON) -m compileall -q harness
@@ -47,7 +45,7 @@ endif
 
 # crashcheck(1), generated from the CLI's own parser and help topics
 # (harness/commands/manpage.py), so the page cannot drift from --help.
-MAN_SOURCES = VERSION faults/calls.def $(wildcard harness/commands/*.py) \
+MAN_SOURCES = VERSION faults/calls.def faults/calldef.py $(wildcard harness/commands/*.py) \
 	harness/judging/oracle.py
 man/crashcheck.1: $(MAN_SOURCES)
 	@mkdir -p man
@@ -147,9 +145,7 @@ deps:
 
 clean:
 	$(Q)$(SUBMAKE) -C workloads clean
-ifneq ($(HAVE_FAULTS),)
 	$(Q)$(SUBMAKE) -C faults clean
-endif
 	$(Q)$(SUBMAKE) -C harness clean
 	$(Q)$(SUBMAKE) -C tests/unit clean
 	$(Q)find harness -name __pycache__ -prune -exec rm -rf {} +

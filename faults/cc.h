@@ -6,6 +6,7 @@
  * from the environment, the record of one intercepted call, the recorder.
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,8 @@
 #include <sys/uio.h>
 
 #include "plan.h"
+
+struct cc_io;	/* rules.h */
 
 #define CC_PATH_MAX 4096
 #define CC_TAINT_MAX 64
@@ -68,6 +71,8 @@ struct cc_state {
 	const char *note;	/* CRASHCHECK_NOTE: where to say why the run was stopped */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */
+	bool any_glob;		/* some rule has a glob */
+	const struct cc_io *io;	/* the backend's facts of the program (rules.h) */
 	const char *backend;	/* the init record's "backend": "syscall" in the
 				 * supervisor's trace, NULL (none) in the preload's */
 	void (*stop_program)(void);	/* the supervisor's: SIGKILL every process
@@ -129,6 +134,8 @@ struct cc_frame {
 struct cc_rec {
 	int call;		/* enum call_id */
 	unsigned long n;	/* ordinal of this call among calls to it, 1-based */
+	unsigned thread;	/* the thread that makes it: 1 its process's first,
+				 * then in the order its threads were made */
 	int rule;		/* index of the rule that matched, -1 = none */
 	bool fired;		/* the rule's fault really happened */
 	int fd;			/* -1 = none */
@@ -163,10 +170,11 @@ struct cc_rec {
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
 	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
-	/* the hooks' own (preload.c) */
+	/* the rules' own (rules.c) */
 	long long pos;		/* write, writev: the descriptor's position before, -1 = none */
 	void *tofree;		/* freed after the line: a short writev's trimmed vector */
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */
+	void *ctx;		/* the backend's own state of the call (cc.io's) */
 	const void *at;		/* the wrapper's return address: where the program made the call */
 	/* the supervisor's instead of at: "at" and "up" (syscall/unwind.c) */
 	const struct cc_frame *frames;
@@ -190,6 +198,7 @@ long cc_sys_fstat_ino(int fd, uint64_t *ino, int *mode, long long *size);
 long cc_sys_stat_ino(const char *path, uint64_t *ino, int *mode, long long *size);
 void cc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cc_vwarn(const char *fmt, va_list ap);
 
 /* path of fd via /proc/self/fd; "" when it has none */
 void cc_fd_path(int fd, char *buf, size_t size);
@@ -207,10 +216,16 @@ void cc_names_changed(void);
 /* INO on DEV may change without an intercepted write (a MAP_SHARED mapping,
  * a stdio buffer flushed inside libc): no range snapshots of it, ever */
 void cc_taint(uint64_t dev, uint64_t ino);
-/* the child of fork(): locks another thread held are free again */
-void cc_after_fork_child(void);
-/* PATH made absolute against DIRFD (AT_FDCWD = the cwd) */
+/* the child of fork(): the locks another thread held are free again, in
+ * the preload's descriptor cache (fdcache.c) and the trace (trace.c) */
+void cc_fd_cache_after_fork(void);
+void cc_trace_after_fork(void);
+void cc_snap_after_fork(void);
+/* PATH made absolute against DIRFD (AT_FDCWD = the cwd) of this process */
 void cc_abs_path(int dirfd, const char *path, char *buf, size_t size);
+/* PATH made absolute against the directory BUF holds (a relative PATH;
+ * "" for none), in BUF, and folded: ".", ".." and repeated slashes out */
+void cc_path_join(char *buf, size_t size, const char *path);
 /* the O_DIRECT alignment of fd */
 unsigned cc_dio_align(int fd);
 
@@ -222,7 +237,7 @@ void cc_callsite_forget(void);
 /* the child of fork(): the table's lock another thread held is free */
 void cc_callsite_after_fork(void);
 
-/* the 64-bit content hash that names snapshot files (record.c) */
+/* the 64-bit content hash that names snapshot files (hash.c) */
 uint64_t cc_hash(const void *buf, size_t len);
 
 /* The same hash over bytes given in pieces: init, feed (any lengths), end */

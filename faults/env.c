@@ -125,6 +125,7 @@ void cc_env_reset(void)
 {
 	const char *backend = cc.backend;
 	void (*stop_program)(void) = cc.stop_program;
+	const struct cc_io *io = cc.io;
 
 	if (cc.sh_file)
 		munmap(cc.sh, sizeof(*cc.sh));
@@ -132,6 +133,7 @@ void cc_env_reset(void)
 	memset(&local_shared, 0, sizeof(local_shared));
 	cc.backend = backend;
 	cc.stop_program = stop_program;
+	cc.io = io;
 	cc_record_reset();
 }
 
@@ -220,6 +222,6 @@ void cc_env_read(bool shared)
 	for (size_t i = 0; i < cc.plan.nr; i++) {
 		cc.has_rules[cc.plan.rules[i].call] = true;
 		if (cc.plan.rules[i].glob)
-			cc.has_glob[cc.plan.rules[i].call] = true;
+			cc.has_glob[cc.plan.rules[i].call] = cc.any_glob = true;
 	}
 }

@@ -60,18 +60,6 @@ int call_alias_base(const char *name, size_t len)
 	return -1;
 }
 
-const char *call_class_name(enum call_class cls)
-{
-	switch (cls) {
-	case C_DATA: return "data";
-	case C_SYNC: return "sync";
-	case C_NAME: return "name";
-	case C_MAP: return "map";
-	case C_OTHER: return "other";
-	}
-	return "other";
-}
-
 /* The errnos a plan may name: what storage and file-system calls return. */
 static const struct {
 	const char *name;
@@ -231,6 +219,24 @@ static int parse_rule(struct plan *plan, size_t *used, const char *s,
 		p++;
 	}
 
+	if (p < end && *p == '@') {
+		tok = p++;
+		while (p < end && isdigit((unsigned char)*p))
+			p++;
+		toklen = p - tok;
+		if (toklen == 1)
+			return fail(err, errlen, tok, end - tok,
+				    "expected a thread number after '@'");
+		if (tok[1] == '0')
+			return fail(err, errlen, tok, toklen, toklen == 2 ?
+				    "threads count from 1" :
+				    "leading zero in thread number");
+		if (parse_number(tok + 1, toklen - 1, PLAN_MAX_THREAD, &v) < 0)
+			return fail(err, errlen, tok, toklen,
+				    "thread number larger than %lu", PLAN_MAX_THREAD);
+		r->thread = v;
+	}
+
 	if (p == end || *p != '#')
 		return fail(err, errlen, p == end ? s : p, p == end ? len : (size_t)(end - p),
 			    "expected '#N' after '%s'", ci->name);
@@ -321,7 +327,7 @@ static int parse_rule(struct plan *plan, size_t *used, const char *s,
 
 	for (size_t i = 0; i < plan->nr; i++) {
 		const struct plan_rule *o = &plan->rules[i];
-		if (o->call == r->call && o->n == r->n &&
+		if (o->call == r->call && o->n == r->n && o->thread == r->thread &&
 		    o->persist == r->persist && o->everywhere == r->everywhere &&
 		    (o->glob ? r->glob && !strcmp(o->glob, r->glob) : !r->glob))
 			return fail(err, errlen, s, len,
@@ -424,17 +430,18 @@ int plan_fire(const struct plan *plan, const struct plan_call *c,
 
 		if (p->call != c->call)
 			continue;
-		if (p->glob) {
-			if (!c->path[0] || !glob_match(p->glob, c->path, c->root)) {
-				/* '++': once its Nth match came, every call */
-				if (p->everywhere && fire < 0 && !c->exempt &&
-				    count(ctx, i, false) >= p->n)
-					fire = (int)i;
-				continue;
-			}
-			/* every glob rule counts its own matches */
-			k = count(ctx, i, true);
+		if ((p->glob && (!c->path[0] || !glob_match(p->glob, c->path, c->root))) ||
+		    (p->thread && p->thread != c->thread)) {
+			/* '++': once its Nth match came, every call, on any
+			 * path, in any thread */
+			if (p->everywhere && fire < 0 && !c->exempt &&
+			    count(ctx, i, false) >= p->n)
+				fire = (int)i;
+			continue;
 		}
+		/* a rule with a glob or a thread counts its own matches */
+		if (p->glob || p->thread)
+			k = count(ctx, i, true);
 		if (fire < 0 && !c->exempt && (k == p->n || (p->persist && k > p->n)))
 			fire = (int)i;
 	}
@@ -585,6 +592,10 @@ size_t plan_json(const struct plan *plan, char *buf, size_t size)
 			plan_json_quote(buf, size, &pos, r->glob, strlen(r->glob));
 		else
 			putf(buf, size, &pos, "null");
+		if (r->thread)
+			putf(buf, size, &pos, ",\"thread\":%u", r->thread);
+		else
+			putf(buf, size, &pos, ",\"thread\":null");
 		putf(buf, size, &pos, ",\"n\":%lu,\"persist\":%s,\"everywhere\":%s,"
 		     "\"action\":\"%s\"",
 		     r->n, r->persist ? "true" : "false",

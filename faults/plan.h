@@ -9,7 +9,7 @@
  * parser. Grammar (docs/design.md):
  *
  *   PLAN   := RULE (';' RULE)*
- *   RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' ] '=' ACTION
+ *   RULE   := CALL [ '(' GLOB ')' ] [ '@' THREAD ] '#' N [ '+' [ '+' ] ] '=' ACTION
  *   ACTION := ERRNO-NAME | 'short' [ ':' BYTES ] | 'crash' | 'crash-after'
  *
  * Spaces and tabs around a rule are ignored; an empty or all-blank plan has
@@ -57,8 +57,6 @@ extern const struct call_info call_table[CALL__COUNT];
 int call_lookup(const char *name, size_t len);
 /* the base call of a 64-bit alias NAME[0..len), or -1 when it is none */
 int call_alias_base(const char *name, size_t len);
-/* "data", "sync", "name", "map", "other" */
-const char *call_class_name(enum call_class cls);
 
 /* errno names the plan accepts; NULL / 0 when unknown */
 const char *plan_errno_name(int err);
@@ -67,6 +65,7 @@ int plan_errno_value(const char *name, size_t len);
 #define PLAN_MAX_LEN 4096	/* bytes of plan text accepted */
 #define PLAN_MAX_RULES 64	/* rules in one plan */
 #define PLAN_MAX_N 4294967295UL	/* largest call number */
+#define PLAN_MAX_THREAD 4294967295UL	/* largest thread number */
 #define PLAN_MAX_BYTES 2147483647UL	/* largest short:BYTES */
 
 enum plan_action { PLAN_ERRNO, PLAN_SHORT, PLAN_CRASH, PLAN_CRASH_AFTER };
@@ -75,6 +74,8 @@ struct plan_rule {
 	const char *text;	/* the rule as written, blanks trimmed */
 	int call;		/* enum call_id */
 	const char *glob;	/* fnmatch(3) pattern on the path, or NULL */
+	unsigned thread;	/* only the calls of this thread of its process
+				 * (1 its first, then in the order made), 0 = any */
 	unsigned long n;	/* fire on the nth matching call, 1-based */
 	bool persist;		/* '+': and on every matching call after it */
 	bool everywhere;	/* '++': and on every call of CALL after it, on any
@@ -103,6 +104,7 @@ int plan_parse(const char *text, struct plan *plan, char *err, size_t errlen);
 struct plan_call {
 	int call;		/* enum call_id */
 	unsigned long n;	/* the Nth call to CALL */
+	unsigned thread;	/* the thread that makes it (plan_rule.thread's) */
 	const char *path;	/* what it works on; "" = unknown */
 	const char *root;	/* the work directory globs may be relative to, or NULL */
 	bool exempt;		/* counted as any call, but no rule fires on it */
@@ -112,11 +114,12 @@ struct plan_call {
  * The rule of PLAN that fires on call C: the index of the first rule whose
  * count it reaches (N itself, or '+' and past it), or -1. A rule with a
  * glob counts only the calls whose path (whole, its last component, or
- * relative to ROOT) matches it (fnmatch(3), no flags): COUNT(CTX, I, true)
- * is called once for each glob rule I that matches, whichever fires, and
- * returns that rule's new count; COUNT(CTX, I, false) returns it
- * unchanged (a '++' rule fires on any path once its Nth match came). Both
- * backends decide with this.
+ * relative to ROOT) matches it (fnmatch(3), no flags), a rule with a
+ * thread only the calls of that thread: COUNT(CTX, I, true) is called
+ * once for each such rule I that matches, whichever fires, and returns
+ * that rule's new count; COUNT(CTX, I, false) returns it unchanged (a
+ * '++' rule fires on any path, in any thread, once its Nth match came).
+ * Both backends decide with this.
  */
 int plan_fire(const struct plan *plan, const struct plan_call *c,
 	      unsigned long (*count)(void *ctx, size_t rule, bool add), void *ctx);

@@ -714,11 +714,11 @@ def test_a_sweep_interrupted_mid_run_leaves_no_server_or_run(tmp_path, sig,
         # the sweep's scratch: where its runs work, and its .work link
         scratch = {os.readlink(tmp_path / "out" / ".work")}
         for p in _marked(sleeper):
-            try:            # the sleeper's directory: SCRATCH_ROOT/case-*/work
+            try:            # the sleeper's: SCRATCH_ROOT/<pid>/<combo>/work
                 cwd = os.readlink(f"/proc/{p}/cwd")
             except OSError:
                 continue    # ended meanwhile
-            scratch.add(os.path.dirname(os.path.dirname(cwd)))
+            scratch.add(os.path.dirname(os.path.dirname(os.path.dirname(cwd))))
         assert len(scratch) == 2, scratch
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)

@@ -1,6 +1,6 @@
 """Lite runs: a fault case whose program stops at its fault records its
 trace from the faulted call on (CRASHCHECK_TRACE_FROM,
-faults/preload.c; sweep.Judge.lite_from), and is judged as if it had
+faults/trace.c; sweep.Judge.lite_from), and is judged as if it had
 recorded every call, or runs again whole."""
 
 import shutil

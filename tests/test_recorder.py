@@ -622,7 +622,7 @@ def test_the_recorder_leaves_access_times_alone(tmp_path, built):
     assert st.st_mtime > 2000 and st.st_atime == 1000
 
 
-# --- the trace through a shared mapping (record.c, trace_put) --------------
+# --- the trace through a shared mapping (trace.c, trace_put) ---------------
 
 def test_a_mapped_trace_reads_as_its_lines(tmp_path, built):
     """With CRASHCHECK_SHARED the trace is written through a shared
@@ -1169,7 +1169,7 @@ def test_a_traced_write_costs_five_system_calls(tmp_path, built):
 
 
 def test_line_builder_writes_what_printf_and_json_quote_write(tmp_path):
-    """faults/test/format.c: record.c's hand-made decimal and quoting
+    """faults/test/format.c: the recorder's hand-made decimal and quoting
     against snprintf and plan_json_quote, byte for byte."""
     exe = tmp_path / "format"
     proc = subprocess.run(["cc", "-std=gnu11", "-O2", "-Wall", "-Wextra",

@@ -507,6 +507,112 @@ def test_a_failed_append_is_placed_at_the_end(tmp_path, progs, backend_name):
     assert writes == [(157, 147, errno.EIO), (157, 10, 0)], run.stderr_text()
 
 
+# ---------------- one rule per call: what a call keeps right for the calls after it
+
+def traced_writes(tmp_path, ops, backend_name, steps, plan="", traced=True,
+                  prepare=None):
+    """A run of ops STEPS in tmp_path/work under BACKEND (traced with the
+    recorder on, or not traced at all): its Run, and (path relative to
+    work, errno) of each write to a file of work its trace has."""
+    work = tmp_path / "work"
+    work.mkdir(parents=True)
+    if prepare:
+        prepare(work)
+    t = tmp_path / "t.jsonl"
+    run = runner.run([str(ops), *map(str, steps)], cwd=work, plan=plan,
+                     trace=t if traced else None,
+                     watch=work, snapdir=tmp_path / "snaps" if traced else None,
+                     shared=tmp_path / "shared", timeout=60, backend=backend_name)
+    # (the supervisor sees the program's messages as writes too)
+    writes = [(os.path.relpath(r["path"], work), r["errno"])
+              for r in trace.calls(trace.load(t)) if r["call"] == "write"
+              and r["path"].startswith(f"{work}/")] if traced else []
+    return run, writes
+
+
+def two_names(work):
+    (work / "a").write_bytes(b"old\n")
+    os.link(work / "a", work / "b")
+
+
+@pytest.mark.parametrize("backend_name", ["preload", "syscall"])
+def test_a_reopened_number_has_the_name_it_was_opened_by(tmp_path, progs,
+                                                         backend_name):
+    """A descriptor number closed where no backend sees it (close_range)
+    and opened again on the same file by another of its names: every open
+    forgets what was kept of the number it returns (rules.c, open_done),
+    so the write names the file as it was opened this time, under either
+    backend (the supervisor used to keep the old name)."""
+    run, writes = traced_writes(
+        tmp_path, progs["ops"], backend_name,
+        ["open", "a", "rw", "write", 3, "closerange", "open", "b", "rw",
+         "write", 3], prepare=two_names)
+    assert run.status == 0, run.stderr_text()
+    assert writes == [("a", 0), ("b", 0)]
+    # a plan naming the second name fires there, and only there
+    run, writes = traced_writes(
+        tmp_path / "plan", progs["ops"], backend_name,
+        ["open", "a", "rw", "write", 3, "closerange", "open", "b", "rw",
+         "write", 3], plan="write(b)#1=EIO", prepare=two_names)
+    assert writes == [("a", 0), ("b", errno.EIO)], run.stdout.decode()
+
+
+@pytest.mark.parametrize("backend_name", ["preload", "syscall"])
+def test_a_rename_no_trace_sees_moves_the_glob(tmp_path, progs, backend_name):
+    """Without a trace, a glob rule still needs each call's path: a write
+    to a descriptor whose file was renamed is on the new name. The rename
+    must make every kept path stale even when nothing is recorded (the
+    supervisor let an untraced rename go by without its exit stop, and
+    the write kept the old name: the fault never fired)."""
+    run, _ = traced_writes(
+        tmp_path, progs["ops"], backend_name,
+        ["open", "tmp", "w,creat", "write", 3, "rename", "tmp", "target",
+         "write", 3], plan="write(target)#1=EIO", traced=False)
+    assert run.stdout.decode().splitlines()[-1] == "write 3 = -1 EIO", \
+        run.stdout.decode()
+
+
+@pytest.mark.parametrize("backend_name", ["preload", "syscall"])
+def test_paths_are_folded_alike(tmp_path, progs, backend_name):
+    """A path the program spells with "..", "." and doubled slashes is
+    folded before it is written or matched, under either backend (the
+    supervisor matched an open's path as given: a glob relative to the
+    work directory missed it)."""
+    def prepare(work):
+        (work / "sub").mkdir()
+    run, writes = traced_writes(
+        tmp_path, progs["ops"], backend_name,
+        ["openat", "sub/../f", "w,creat", "write", 3, "openat", "./sub//.//g",
+         "w,creat"], plan="openat(sub/g)#1=EIO", prepare=prepare)
+    assert run.stdout.decode().splitlines()[-1] == \
+        "openat ./sub//.//g w,creat = -1 EIO", run.stdout.decode()
+    work = tmp_path / "work"
+    with open(tmp_path / "t.jsonl", "rb") as f:
+        lines = [json.loads(line) for line in f.read().rstrip(b"\0").splitlines()]
+    opens = [r["path"] for r in lines if r.get("call") == "openat"
+             and r["path"].startswith(str(work))]
+    assert opens == [f"{work}/f", f"{work}/sub/g"]
+
+
+def test_an_untraced_mapping_counts_its_munmap(tmp_path, progs):
+    """munmap counts where it unmaps a shared mapping of a file. The
+    supervisor learns of such mappings at their mmap: one made before a
+    lite run's trace starts counts too, so munmap#1 is the same call
+    traced or not."""
+    for name in ("traced", "lite"):
+        d = tmp_path / name
+        work = d / "work"
+        work.mkdir(parents=True)
+        argv = [str(progs["ops"]), "open", "f", "rw,creat", "ftruncate",
+                "4096", "mmap", "4096", "munmap"]
+        run = runner.run(argv, cwd=work, plan="munmap#1=EINVAL",
+                         trace=d / "t.jsonl", shared=d / "shared", timeout=60,
+                         backend="syscall",
+                         trace_from=None if name == "traced" else 10 ** 9)
+        assert run.stdout.decode().splitlines()[-1] == "munmap = -1 EINVAL", \
+            (name, run.stdout.decode())
+
+
 # ------------------------------------------------ processes and threads
 
 def test_forked_children_count_in_one_sequence(tmp_path, progs):

@@ -1,6 +1,6 @@
 """Thin runs: a fault case whose program is expected to get past its fault
 (an EINTR, a short write) records its writes but the faulted one thin
-(CRASHCHECK_TRACE_FULL, faults/preload.c; sweep.Judge.thin_window):
+(CRASHCHECK_TRACE_FULL, faults/trace.c; sweep.Judge.thin_window):
 the file, its flags and what the call returned, no offset and no snapshot.
 It is judged as if it had recorded every write in full, or runs again
 whole."""

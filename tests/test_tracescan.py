@@ -80,7 +80,7 @@ def write_line(rng, seq, ino):
                  f'"ret":{rng.choice(["10", "-1"])},'
                  f'"errno":{rng.choice(["0", "4", "28"])}')
     if rng.random() < 0.3:
-        # a thin write's mark (faults/preload.c), or near misses of it
+        # a thin write's mark (faults/trace.c), or near misses of it
         parts.append(pick(rng, ([',"thin":true'],
                                 [',"thin":false', ',"thin":1', ',"thin":tru',
                                  ',"thin" :true'])))

@@ -155,6 +155,7 @@ static struct proc *proc_new(pid_t tgid, const struct proc *parent)
 		cc_die("supervise: out of memory");
 	p->tgid = tgid;
 	p->pidfd = 0;		/* opened on first use */
+	p->threads = 1;
 	if (parent) {
 		/* a forked child holds its parent's mappings, and runs its
 		 * program until it execs its own */
@@ -172,6 +173,7 @@ static struct task *task_add(pid_t tid, struct proc *p)
 		cc_die("supervise: out of memory");
 	t->tid = tid;
 	t->proc = p;
+	t->thread = 1;
 	p->tasks++;
 	t->next = task_hash[tid % TASK_HASH];
 	task_hash[tid % TASK_HASH] = t;
@@ -264,6 +266,8 @@ static struct task *task_meet(pid_t tid)
 	struct task *t = task_add(tid, p ? p : proc_new(tgid ? tgid : tid, NULL));
 
 	t->fresh = true;
+	/* a thread of a process: numbered at its clone event, still to come */
+	t->thread = tgid && tgid != tid ? 0 : 1;
 	return t;
 }
 
@@ -575,33 +579,6 @@ bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags)
 	return true;
 }
 
-/* PATH made absolute against the thread's DIRFD (AT_FDCWD: its cwd), as
- * the preload's cc_abs_path makes it against its own */
-void sv_abs_path(pid_t tid, int dirfd, const char *path, char *buf, size_t size)
-{
-	char base[CC_PATH_MAX];
-
-	if (path[0] == '/') {
-		snprintf(buf, size, "%s", path);
-		return;
-	}
-	if (dirfd == AT_FDCWD) {
-		char proc[64];
-		ssize_t n;
-
-		snprintf(proc, sizeof(proc), "/proc/%d/cwd", tid);
-		n = readlink(proc, base, sizeof(base) - 1);
-		base[n > 0 ? n : 0] = '\0';
-	} else {
-		sv_fd_path(tid, dirfd, base, sizeof(base));
-	}
-	while (path[0] == '.' && path[1] == '/')
-		path += 2;
-	if (!strcmp(base, "/"))
-		base[0] = '\0';
-	snprintf(buf, size, "%s/%s", base, path);
-}
-
 /* ---- the filter ------------------------------------------------------------ */
 
 /*
@@ -736,10 +713,18 @@ static void on_new(struct task *t, int ev)
 			n->proc->shared_maps = t->proc->shared_maps;
 			n->proc->execd = t->proc->execd;
 		}
-		return;
+	} else {
+		n = task_add(tid, tgid == t->proc->tgid ? t->proc :
+				  proc_new(tid, t->proc));
+		n->fresh = true;
 	}
-	n = task_add(tid, tgid == t->proc->tgid ? t->proc : proc_new(tid, t->proc));
-	n->fresh = true;
+	/* a thread is numbered in the order its process made them, a new
+	 * process's is its first: held until then, it runs now */
+	n->thread = tgid == t->proc->tgid ? ++t->proc->threads : 1;
+	if (n->held) {
+		n->held = false;
+		resume(n, PTRACE_CONT, 0);
+	}
 }
 
 static pid_t ppid_of(pid_t pid)
@@ -770,6 +755,9 @@ static void on_exec(struct task *t)
 		sv_std_outputs(t->tid);
 	t->proc->execd = true;
 	t->proc->shared_maps = 0;
+	/* the only thread left is the program's first */
+	t->thread = 1;
+	t->proc->threads = 1;
 	sv_unwind_forget(t->proc);
 	/* its close-on-exec descriptors are gone: which, we cannot tell */
 	sv_fd_forget_all(t->proc);
@@ -1112,7 +1100,12 @@ static int run_program(char **argv, const char *cgroup, bool served)
 			resume(t, PTRACE_CONT, 0);
 			break;
 		case PTRACE_EVENT_STOP:
-			if (t->fresh || sig == SIGTRAP) {
+			if (t->fresh && !t->thread) {
+				/* a new thread before its clone event: it
+				 * runs once its number is known (on_new) */
+				t->fresh = false;
+				t->held = true;
+			} else if (t->fresh || sig == SIGTRAP) {
 				/* a new thread's first stop, or an interrupt */
 				t->fresh = false;
 				resume(t, PTRACE_CONT, 0);
@@ -1260,6 +1253,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	cc.backend = "syscall";
 	cc.stop_program = stop_program;
+	sv_calls_init();
 	ctx = build_filter();
 	start.filter = export_filter(ctx);
 	seccomp_release(ctx);

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "../cc.h"
+#include "../rules.h"
 
 /* the trapped system calls: one per SYSCALL row of calls.def */
 enum sc_id {
@@ -67,6 +67,8 @@ struct fd_cache {
 struct proc {
 	pid_t tgid;
 	int tasks;		/* its threads we know */
+	unsigned threads;	/* threads it has made, its first included: the
+				 * number of the next one is threads + 1 */
 	struct fd_cache *fds;	/* its descriptors, NULL until one is cached */
 	int pidfd;		/* pidfd_open of tgid, 0 = not yet, -1 = none */
 	int shared_maps;	/* MAP_SHARED file mappings made (or inherited); 0 = a
@@ -79,26 +81,25 @@ struct proc {
 /* the return addresses recorded of a call: its "at" and "up" */
 #define SV_FRAMES 12
 
-/* A call a thread is in, between its seccomp stop and its exit stop. */
+/* A call a thread is in, between its seccomp stop and its exit stop: the
+ * context (r.ctx) of the facts calls.c gives the rules. */
 struct pending {
 	int sc;			/* enum sc_id */
 	struct proc *proc;	/* the thread's process */
+	pid_t tid;		/* the thread */
 	struct cc_rec r;
 	uint64_t args[6];	/* as the thread passed them */
+	uint64_t a[6];		/* in the order of the call's WRAP row (call_args) */
+	bool exited;		/* at the exit stop: the call has run */
 	bool skip;		/* the kernel skipped it: an injected errno, or
 				 * the supervisor made the call itself */
 	long long skip_ret;	/* then what it returns: >= 0, or -errno */
-	long long pos;		/* a write's file position before the call, -1 = unknown */
+	int pos_fd;		/* the descriptor whose position before the call */
+	long long pos;		/* is this (read with its flags), -1 = unknown */
 	struct iovec *iov;	/* a vector write's vector, as read at the entry */
 	int iovcnt;
 	char *data;		/* the bytes a write handed down (r.buf), malloc'ed */
-	struct map_hit {	/* msync, munmap: the file mapping at the address */
-		unsigned long len;	/* bytes of it from the address on, 0 = none */
-		bool shared;	/* MAP_SHARED */
-		char path[CC_PATH_MAX];
-		uint64_t ino;
-		long long off;	/* the file offset of the address */
-	} *map;
+	struct cc_map *map;	/* msync, munmap: the file mapping at the address */
 	struct cc_frame frames[SV_FRAMES];	/* r.frames */
 	char *paths[SV_FRAMES];	/* their objects' paths, malloc'ed */
 };
@@ -108,6 +109,10 @@ struct task {
 	pid_t tid;
 	struct proc *proc;
 	bool fresh;		/* attached by a clone event; its first stop not seen */
+	unsigned thread;	/* its number in its process (cc_rec.thread): 1 its
+				 * first, then in the order made; 0 = its clone
+				 * event has not come yet */
+	bool held;		/* a new thread stopped until its number is known */
 	struct pending *call;	/* in a trapped call, waiting for its exit stop */
 	struct task *next;	/* hash chain */
 };
@@ -121,6 +126,8 @@ enum sv_resume {
 	SV_KILLED,		/* it was killed (a planned crash): leave it */
 };
 
+/* the facts of the program for the rules are the supervisor's (cc.io) */
+void sv_calls_init(void);
 /* a thread at the seccomp stop of system call SC with ARGS */
 enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6]);
 /* the same thread at its exit stop, the call having returned RVAL: SV_CONT,
@@ -171,6 +178,5 @@ bool sv_fd_info(pid_t tid, int fd, long long *pos, int *flags);
 int sv_fd_facts(struct proc *p, pid_t tid, int fd, struct stat *st,
 		int *flags, long long *pos);
 int sv_fd_open(pid_t tid, int fd, int flags);
-void sv_abs_path(pid_t tid, int dirfd, const char *path, char *buf, size_t size);
 
 #endif

@@ -1,13 +1,13 @@
 /*
- * format: the trace line builder of record.c against the formatters it
+ * format: the trace line builder of sb.h against the formatters it
  * replaced, byte for byte.
  *
- * Method. record.c builds each trace line by hand (no stdio): integers in
+ * Method. The recorder builds each trace line by hand (no stdio): integers in
  * decimal, strings quoted in one pass when they need no escape, in a stack
  * buffer that moves to the heap past SB_STACK bytes. The harness and the
  * tests compare traces byte for byte, so each of these must write exactly
  * what printf's %llu / %lld and plan_json_quote() write. This program
- * includes record.c itself (its helpers are static) and plan.c, and checks
+ * includes sb.h (its helpers are static) and plan.c, and checks
  *
  *   - sb_u64 / sb_i64 against snprintf for the edges of their types, every
  *     power of ten and its neighbours, and pseudo-random values;
@@ -23,11 +23,10 @@
  */
 #include <limits.h>
 
-#include "../record.c"
-#include "../callsite.c"
-#include "../plan.c"
+#include <stdio.h>
 
-struct cc_state cc;	/* record.c's state lives in preload.c */
+#include "../sb.h"
+#include "../plan.c"
 
 static int failures;
 

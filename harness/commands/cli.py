@@ -199,16 +199,18 @@ def _matches(glob, path):
 def never_fired_reason(rule, records):
     """What the program did instead: how many calls the rule could have
     counted, so the user sees why N was never reached."""
-    name, glob = rule["call"], rule.get("glob")
+    name, glob, thread = rule["call"], rule.get("glob"), rule.get("thread")
     made = {r["n"]: r for r in records
-            if r["ev"] == "call" and r["call"] == name}
+            if r["ev"] == "call" and r["call"] == name
+            and (thread is None or r.get("thread", 1) == thread)}
+    where = f" in thread {thread}" if thread else ""
     if not made:
-        return f"the program made no {name} calls"
+        return f"the program made no {name} calls{where}"
     total = f"the program made {len(made)} {name} " \
-            f"call{'s' if len(made) != 1 else ''}"
+            f"call{'s' if len(made) != 1 else ''}{where}"
     if glob is None:
         return total
-    # As the library matches (faults/preload.c): the call's first path
+    # As the library matches (faults/plan.c): the call's first path
     # (a rename's old name), whole or its last component, fnmatch flags 0.
     on = sum(1 for r in made.values() if _matches(glob, r.get("path")))
     return f"{total}, {on} on a path matching '{glob}'"
@@ -247,10 +249,11 @@ def cmd_inject(args):
     `crashcheck: never fired: RULE (...)` -- a rule that never fired did
     nothing to the program, and its outcome says nothing about that fault.
 
-    PLAN := RULE (';' RULE)*, RULE := CALL ['(' GLOB ')'] '#' N ['+'] '='
-    ACTION, ACTION := ERRNO-NAME | short[:BYTES] | crash | crash-after
-    (docs/reference.md, "Plans"). N counts calls across the whole process
-    tree.
+    PLAN := RULE (';' RULE)*, RULE := CALL ['(' GLOB ')'] ['@' THREAD] '#' N
+    ['+' ['+']] '=' ACTION, ACTION := ERRNO-NAME | short[:BYTES] | crash |
+    crash-after (docs/reference.md, "Plans"). N counts calls across the
+    whole process tree; with @THREAD, the calls of that thread of its
+    process alone (1 its first, then in the order they were made).
 
     Exit status: the program's (128+N when it died of signal N, so a
     planned crash gives 137); 2 for a bad plan or command line (the
@@ -311,7 +314,9 @@ def cmd_trace(args):
 
         fsync#1 fd=3 'target.tmp' = 0
 
-    Paths under the current directory are shown relative to it. The
+    A call of a thread past its process's first says which ([thread 2]:
+    the plan's @2). Paths under the current directory are shown relative
+    to it. The
     listing goes to stderr (like strace), after the program's own output,
     or to FILE with --output. Exit status: the program's (128+N for signal
     N); 2 for a bad command line; 124 when --timeout struck.

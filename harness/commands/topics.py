@@ -109,7 +109,8 @@ def plans(width=78):
         "A plan names the calls to fail and how:",
         "",
         "  PLAN   := RULE (';' RULE)*",
-        "  RULE   := CALL [ '(' GLOB ')' ] '#' N [ '+' [ '+' ] ] '=' ACTION",
+        "  RULE   := CALL [ '(' GLOB ')' ] [ '@' THREAD ] '#' N [ '+' [ '+' ] ]",
+        "            '=' ACTION",
         "  ACTION := ERRNO-NAME | 'short' [ ':' BYTES ] | 'crash' | 'crash-after'",
         "",
         *_table([
@@ -117,13 +118,17 @@ def plans(width=78):
                   "tree; with (GLOB), only calls on a path matching it "
                   "(fnmatch, against the full path, its last component and "
                   "its path relative to the work directory)"),
+            ("@THREAD", "count only the calls of that thread of its process: "
+                        "1 the one it started with, then 2, 3, ... in the "
+                        "order its threads were made (a trace line of a "
+                        "thread past the first says its \"thread\")"),
             ("+", "fire on that call and every later one it counts (a "
                   "full disk stays full; with a glob, every later call on "
                   "a matching path)"),
-            ("++", "with a glob: fire on that call, then on every later "
-                   "call of CALL on any path (the sweep's persistent "
-                   "faults: a disk that filled up there fails every "
-                   "file's writes)"),
+            ("++", "with a glob or a thread: fire on that call, then on "
+                   "every later call of CALL on any path, in any thread "
+                   "(the sweep's persistent faults: a disk that filled up "
+                   "there fails every file's writes)"),
             ("ERRNO-NAME", "fail the call with that errno: EIO, ENOSPC, "
                            "EINTR, EDQUOT, EFBIG, EROFS, ..."),
             ("short[:B]", "really write B bytes (default half, at least 1; "
@@ -134,7 +139,7 @@ def plans(width=78):
         ], width),
         "",
         "Examples: fsync#1=EIO  write#3+=ENOSPC  write(*.tmp)#2=short:100",
-        "          write(target.tmp)#3++=ENOSPC",
+        "          write(target.tmp)#3++=ENOSPC  pwrite(data)@2#1=EIO",
         "          rename#1=crash  'fsync#1=EIO;rename#1=crash'",
         "",
         _para("""Try one with `crashcheck trace -- PROGRAM ARGS` (the calls

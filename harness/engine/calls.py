@@ -1,26 +1,15 @@
-"""The table of intercepted calls, read from faults/calls.def — the same
-file the C wrappers and the plan parser are generated from, so the sweep
-can never target a call the library does not know."""
+"""The table of intercepted calls, as faults/calldef.py reads it from
+faults/calls.def: the file the C wrappers, the rules' prototypes and the
+docs are generated from, by the same reader, so the sweep can never
+target a call the library does not know."""
 
 import functools
-import re
+import importlib.util
 
 from .. import ROOT
 
 CALLS_DEF = ROOT / "faults" / "calls.def"
-
-# F_* flags of calls.def -> the sweep's fault classes (crash-model.md).
-FAULT_FLAGS = {
-    "F_EINTR": "eintr",
-    "F_SHORT": "short",
-    "F_ENOSPC": "enospc",
-    "F_EIO": "eio",
-    "F_CRASH": "crash",
-    "F_ERRNO": "errno",
-}
-
-_LINE = re.compile(
-    r'^\s*CALL\(\s*(\w+)\s*,\s*"([^"]+)"\s*,\s*([\w|\s]+?)\s*,\s*(\w+)\s*\)')
+CALLDEF = ROOT / "faults" / "calldef.py"
 
 
 class Call:
@@ -36,23 +25,20 @@ class Call:
         return f"Call({self.name!r}, {sorted(self.faults)})"
 
 
-def parse(text):
-    table = {}
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if not m:
-            continue
-        name, point, flags, cls = m.groups()
-        faults = frozenset(FAULT_FLAGS[f.strip()] for f in flags.split("|")
-                           if f.strip() in FAULT_FLAGS)
-        # 64-bit aliases share their base's name and appear once.
-        table.setdefault(name, Call(name, point, faults, cls))
-    return table
+@functools.lru_cache(maxsize=None)
+def reader():
+    """faults/calldef.py, the one reader of calls.def."""
+    spec = importlib.util.spec_from_file_location("crashcheck_calldef", CALLDEF)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @functools.lru_cache(maxsize=None)
 def table():
-    return parse(CALLS_DEF.read_text())
+    """{name: Call} of every CALL row (a 64-bit alias is its base's)."""
+    return {c.name: Call(c.name, c.point, c.faults, c.cls)
+            for c in reader().read(CALLS_DEF).calls.values()}
 
 
 def faults_for(call):

@@ -7,7 +7,7 @@ the program sees it from its work directory (`target.tmp`, `.` for the
 directory itself, `sub/x`), and counts only the calls of that name on
 that file: the plan language's glob (`write(target.tmp)#3`), which the
 fault library also matches against the path relative to
-CRASHCHECK_WATCH (faults/preload.c, glob_match). Case ids, plans,
+CRASHCHECK_WATCH (faults/plan.c, glob_match). Case ids, plans,
 reproduce commands and crash points are written with these
 coordinates.
 
@@ -29,6 +29,15 @@ every run alike. A file whose name changes from run to run (mkstemp's
 of the program. `moved` compares those runs: the calls on the work
 directory whose coordinates differ between them (a program whose threads
 or processes race) are named, and the sweep never aims a case at them.
+
+Threads. Where the calls of one name on one file come from several
+threads of a process, which thread makes the nth of them is a race; a
+thread's own calls are not. Those coordinates name the thread, as the
+plan language does (`pwrite(data)@2#3`: the third pwrite on data of the
+process's second thread; 1 is the thread it started with, the others
+are numbered in the order they were made, the trace's `thread`), and
+count its calls alone, as the library counts a rule with a thread.
+Processes keep one count across the tree, as the library's.
 """
 
 import re
@@ -160,12 +169,27 @@ def pattern(rel, globs):
     return rel
 
 
+def thread_of(rec):
+    """The thread of its process that made REC's call: 1 its first."""
+    return rec.get("thread", 1)
+
+
+_THREAD = re.compile(r"(?:^\w+|\))@([1-9][0-9]*)#[0-9]+$")
+
+
+def thread_in(coord):
+    """The thread a coordinate names (`pwrite(data)@2#3`: 2), or None."""
+    m = _THREAD.search(coord or "")
+    return int(m.group(1)) if m else None
+
+
 class Coords:
     """The coordinate of every call record of one trace, by seq:
     `write(target.tmp)#3` for a call on a file in the work directory
-    WATCH, `sync#1` (the library's own count) for any other. GLOBS: a
-    glob of its own for a file whose name changes from run to run
-    (align)."""
+    WATCH, `sync#1` (the library's own count) for any other; with the
+    thread, `write(target.tmp)@2#1`, `sync@2#1`, where several threads
+    make such calls (the module's docstring). GLOBS: a glob of its own
+    for a file whose name changes from run to run (align)."""
 
     def __init__(self, records, watch, globs=None):
         self.watch = str(watch)
@@ -187,21 +211,37 @@ class Coords:
                     wild[name].append(g)
             else:
                 literal.setdefault(name, {})[g] = g
-        counts = {}
+        # what each call's rule would count: the calls its glob matches,
+        # by the thread that made them; a call's name alone, all its calls
+        matched = []            # [(record, [glob it matches])]
+        threads = {}            # (call, glob or None) -> {thread}
         for r in calls:
             name, path = r["call"], r.get("path")
-            if path and (name in literal or name in wild):
-                for g in self._matches(name, path, literal, wild):
-                    counts[name, g] = counts.get((name, g), 0) + 1
+            got = self._matches(name, path, literal, wild) \
+                if path and (name in literal or name in wild) else ()
+            matched.append((r, got))
+            for g in (*got, None):
+                threads.setdefault((name, g), set()).add(thread_of(r))
+        counts = {}
+        for r, got in matched:
+            name, t = r["call"], thread_of(r)
+            for g in (*got, None):
+                many = len(threads[name, g]) > 1
+                key = (name, g, t if many else None)
+                counts[key] = counts.get(key, 0) + 1
             g = globs.get(r["seq"])
+            many = len(threads[name, g]) > 1
+            at = f"@{t}" if many else ""
             if g is None:
-                self.by_seq[r["seq"]] = f"{name}#{r['n']}"
+                n = counts[name, None, t] if many else r["n"]
+                self.by_seq[r["seq"]] = f"{name}{at}#{n}"
             else:
-                self.by_seq[r["seq"]] = f"{name}({g})#{counts[name, g]}"
+                n = counts[name, g, t if many else None]
+                self.by_seq[r["seq"]] = f"{name}({g}){at}#{n}"
 
     def _matches(self, name, path, literal, wild):
         """The globs of calls NAME that PATH matches, as glob_match in
-        faults/preload.c matches them."""
+        faults/plan.c matches them."""
         rel = relative(path, self.watch)
         if rel == ".":
             # the work directory itself: by its full path or as '.'

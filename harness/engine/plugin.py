@@ -234,8 +234,9 @@ class Sweep:
             self._judge.want_points(self.cases)
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
-            # (the watchdog removes it should this process be killed)
-            self.scratch_root = runner.make_scratch("crashcheck-sweep-")
+            # (the watchdog removes it should this process be killed);
+            # its name as long as the baselines' (Judge.scratch_for)
+            self.scratch_root = runner.make_scratch(sweep.RUNS_PREFIX)
             self._judge.scratch_root = self.scratch_root
         return self._judge
 

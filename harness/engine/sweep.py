@@ -325,11 +325,12 @@ OPEN_CALLS = ("open", "openat", "fopen")
 def fault_plans(c, faults):
     """The cases one traced call gets, C its coordinate (coords.Coords:
     "write(target.tmp)#3"): (kind, plan) in a fixed order. A fault that
-    keeps firing starts at the call on its file and then fails every
-    later call of its name, on any file (`++`): a full disk, a failing
-    device fails them all, and a program that turns to another file
-    after the first failure must meet the same."""
-    last = "++=" if "(" in c else "+="
+    keeps firing starts at the call on its file (or of its thread) and
+    then fails every later call of its name, on any file, in any thread
+    (`++`): a full disk, a failing device fails them all, and a program
+    that turns to another file after the first failure must meet the
+    same."""
+    last = "++=" if "(" in c or "@" in c else "+="
     plans = []
     if "eintr" in faults:
         plans.append(("eintr", f"{c}=EINTR"))
@@ -482,6 +483,14 @@ def _write_input(path, data):
         fh.write(data)
     st = os.stat(path)
     _INPUT_STAMP[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _fresh_dir(path):
+    """PATH made an empty directory: one of ours (under a root of ours)
+    left there before is removed first."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.mkdir(path)
+    return path
 
 
 def _empty_scratch(scratch):
@@ -1061,8 +1070,14 @@ def parse_size(text):
     return n
 
 
-WORK_PREFIX = "crashcheck-work-"
-AGAIN = ".again"     # a combo's other recorded runs, beside its first
+# Every run of a combo works in a directory as long as its baseline's
+# (Judge.scratch_for): the baselines' root (WORK_PREFIX and 16 hex digits)
+# is as long as the fault cases' root (RUNS_PREFIX, made by plugin.py,
+# shared by the pool) and a directory of 7 digits in it, each process's.
+WORK_PREFIX = "crashcheck-recorded-run-"
+RUNS_PREFIX = "crashcheck-runs-"
+ASIDE = ".aside"     # a combo's baseline, while another recorded run is made
+HELD = ".held"       # a held case's root (replay), beside ".work", as long
 RANDOM_RUNS = 5      # recorded runs in all of a combo whose names change
 
 
@@ -1086,18 +1101,26 @@ def record_again(combo, out, settings, how="preload"):
         return [], {}
 
     def one_more(k):
-        scratch = Path(f"{os.fspath(out.scratch)}{AGAIN}{k}")
-        scratch.mkdir()
+        # where the baseline ran, its files set aside meanwhile: a program
+        # that writes its working directory into a file (logrotate, its
+        # state) writes the same bytes in every recorded run
+        scratch = out.scratch
+        aside = Path(f"{os.fspath(scratch)}{ASIDE}")
+        os.rename(scratch, aside)
         try:
-            again = execute_run(combo, "", scratch,
-                                timeout_of(combo, settings), record=False,
-                                settings=settings, backend=how)
-            trouble = scratch_trouble(again, combo)
-            if trouble:
-                raise ScratchFull(trouble)
-            return again.records, str(again.workdir)
+            scratch.mkdir()
+            try:
+                again = execute_run(combo, "", scratch,
+                                    timeout_of(combo, settings), record=False,
+                                    settings=settings, backend=how)
+                trouble = scratch_trouble(again, combo)
+                if trouble:
+                    raise ScratchFull(trouble)
+                return again.records, str(again.workdir)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            os.rename(aside, scratch)
     first = (out.records, str(out.workdir))
     try:
         others = [one_more(1)]
@@ -2380,7 +2403,7 @@ class Judge:
         Such a run records from where the baseline made the faulted call,
         and takes no snapshots; the library still gives every call its
         seq, and writes the line of any call a fault fired on
-        (faults/preload.c, CRASHCHECK_TRACE_FROM). judge_run accepts it
+        (faults/trace.c, CRASHCHECK_TRACE_FROM). judge_run accepts it
         only when that is all it needs; else the case runs again,
         recorded whole. Kinds in LITE_KINDS are those whose programs
         mostly stop; where the lite runs of one group of cases
@@ -2421,7 +2444,7 @@ class Judge:
         offset, and a range snapshot: the fstat after it and the bytes
         read back) cost three of the five system calls the recorder
         makes for a write.
-        Such a run records every write thin that it may (faults/preload.c,
+        Such a run records every write thin that it may (faults/trace.c,
         CRASHCHECK_TRACE_FULL): the file, its flags and what the call
         returned. The faulted call, which a rule chooses, never is.
         judge_run accepts it only where no thin line is read; else the
@@ -2447,32 +2470,54 @@ class Judge:
         counts[0 if stood else 1] += 1
 
     def scratch_for(self, combo, case=None):
-        """(scratch directory, reuse_input) for a fault case. One scratch
-        is used case after case under scratch_root: a run of the combo
-        before left the input, and the rest is emptied (runs are
-        short; making and removing the tree cost as much as a run). For
-        another combo it is emptied whole, but stays where it is, WORK
-        included: a fork server of the same command line started there.
-        A held case (replay), a FULL_DISK case or no scratch_root: a
-        fresh directory, removed after."""
-        if self.hold or self.scratch_root is None:
+        """(scratch directory, reuse_input) for a fault case: ROOT/<the
+        combo's prefix>, under a root whose path is as long as the work
+        directory's (scratch_root and this process's directory in it; a
+        held case's HELD beside the work directory), so the program
+        works in a directory as long as its baseline's: one that writes
+        its working directory into a file (logrotate) writes as many
+        bytes as it did there. One scratch is
+        used case after case under scratch_root: a run of the combo
+        before left the input, and the rest is emptied (runs are short;
+        making and removing the tree cost as much as a run). For another
+        combo it is emptied whole and renamed, but stays the same
+        directory, WORK included: a fork server of the same command line
+        started there. A held case (replay), a spec's disk=full case: a
+        fresh directory, removed after; with no scratch_root, one of its
+        own."""
+        if self.hold:
+            root = self.work.parent / HELD
+            root.mkdir(exist_ok=True)
+            return _fresh_dir(root / combo.prefix), False
+        if self.scratch_root is None:
             return runner.make_scratch(), False
+        # the pool's processes share the root: a directory each, its pid
+        # (at most 7 digits: Linux's pid_max)
+        mine = Path(self.scratch_root) / f"{os.getpid():07d}"
+        mine.mkdir(exist_ok=True)
+        mine = mine / combo.prefix
         if case is not None and case.disk == "full":
+            if self._scratch == mine:
+                # the combo's reused scratch is where this case goes: it
+                # starts afresh, and so does the next case of the combo
+                self.close_server()
+                self._scratch = self._scratch_combo = None
             # under the root too: removed with it should this process die
-            return Path(tempfile.mkdtemp(prefix="full-",
-                                         dir=self.scratch_root)), False
+            return _fresh_dir(mine), False
         if self._scratch is not None and self._scratch.is_dir():
             if self._scratch_combo == combo.prefix:
                 return self._scratch, True
             try:
                 _empty_scratch(self._scratch)
+                if self._scratch != mine:
+                    os.rename(self._scratch, mine)
+                    self._scratch = mine
                 self._scratch_combo = combo.prefix
                 return self._scratch, False
             except OSError:
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self.close_server()     # it started in what is gone
-        self._scratch = Path(tempfile.mkdtemp(prefix="case-",
-                                              dir=self.scratch_root))
+        self._scratch = _fresh_dir(mine)
         self._scratch_combo = combo.prefix
         return self._scratch, False
 
@@ -2975,7 +3020,11 @@ def aimed_astray(case, faulted):
     crash-after is such a fault."""
     if not case.where or not (case.plan or realfs.fs_of(case.model)):
         return ""
-    hit = next((r for r in faulted if r["ev"] == "call" and r.get("fault")),
+    # a thread's call: the first faulted call of that thread (a fault that
+    # keeps firing may have hit another thread's call that ended first)
+    thread = coords.thread_in(case.call)
+    hit = next((r for r in faulted if r["ev"] == "call" and r.get("fault")
+                and (thread is None or coords.thread_of(r) == thread)),
                None)
     if hit is None:
         return ""       # never fired: the oracle says so

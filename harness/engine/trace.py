@@ -46,7 +46,7 @@ def read(path):
 def clean(data):
     """Trace text as the library meant it. A process tree sharing a
     counter file writes its trace through a shared mapping (faults/
-    record.c, trace_put): the file ends in zero bytes past the last line,
+    trace.c, trace_put): the file ends in zero bytes past the last line,
     and a process that died while writing a line leaves zeros, or zeros
     and part of that line, where the line was to go. The line's first
     byte is written last, so of a text line holding a zero byte only what
@@ -336,7 +336,7 @@ class Lazy:
         return out
 
     def thin(self):
-        """Whether a line may be thin (faults/preload.c, CRASHCHECK_TRACE_FULL)."""
+        """Whether a line may be thin (faults/trace.c, CRASHCHECK_TRACE_FULL)."""
         return b'"thin":' in self.data
 
     def _for_exit(self, kind, ino):
@@ -677,6 +677,7 @@ _OPTIONAL = (
     ("fault", lambda v: isinstance(v, dict), "an object"),
     ("dir", lambda v: isinstance(v, bool), "a boolean"),
     ("thin", lambda v: v is True, "true"),
+    ("thread", lambda v: _is_int(v) and v >= 1, "a positive integer"),
     ("when", lambda v: v in ("before", "after"), "'before' or 'after'"),
     ("rule", _is_int, "an integer"),
 )
@@ -982,6 +983,9 @@ def format_call(rec, base=None, show_pid=False, root=None):
         line += f" [fault: {rec['fault'].get('action', '?')}]"
     if rec.get("thin"):
         line += " [thin]"
+    if rec.get("thread", 1) > 1:
+        # which of its process's threads: as a plan's @THREAD names it
+        line += f" [thread {rec['thread']}]"
     if show_pid and rec.get("pid") is not None:
         line = f"[pid {rec['pid']}] " + line
     return line

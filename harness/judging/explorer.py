@@ -151,7 +151,7 @@ class ExplorerError(_Base):
 
 
 class ThinRecord(ExplorerError):
-    """A thin write (faults/preload.c, CRASHCHECK_TRACE_FULL) the replay
+    """A thin write (faults/trace.c, CRASHCHECK_TRACE_FULL) the replay
     would need: its line says neither where it wrote nor what."""
 
 

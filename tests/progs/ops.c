@@ -54,6 +54,9 @@ static const char usage[] =
 	"  munmap\n"
 	"  rename OLD NEW      rename(2)\n"
 	"  renameat OLD NEW    renameat(AT_FDCWD, OLD, AT_FDCWD, NEW)\n"
+	"  link OLD NEW        link(2)\n"
+	"  closerange          close_range(2) every descriptor from 3 on: no\n"
+	"                      backend sees it (not a call of calls.def)\n"
 	"  dioalign            print the O_DIRECT offset alignment of the current\n"
 	"                      fd (statx STATX_DIOALIGN; 0 when unknown)\n"
 	"  fork                the child runs the remaining steps; the parent\n"
@@ -169,7 +172,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(op, "open") || !strcmp(op, "openat") ||
 		    !strcmp(op, "pwrite") || !strcmp(op, "fopen") ||
-		    !strcmp(op, "rename") || !strcmp(op, "renameat"))
+		    !strcmp(op, "rename") || !strcmp(op, "renameat") ||
+		    !strcmp(op, "link"))
 			nargs = 2;
 		else if (!strcmp(op, "use") || !strcmp(op, "write") ||
 			 !strcmp(op, "writev") || !strcmp(op, "fwrite") ||
@@ -180,7 +184,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(op, "fflush") || !strcmp(op, "fclose") ||
 			 !strcmp(op, "fsync") || !strcmp(op, "fdatasync") ||
 			 !strcmp(op, "close") || !strcmp(op, "munmap") ||
-			 !strcmp(op, "dioalign") || !strcmp(op, "fork"))
+			 !strcmp(op, "dioalign") || !strcmp(op, "fork") ||
+			 !strcmp(op, "closerange"))
 			nargs = 0;
 		else
 			die_usage("unknown step", op);
@@ -302,6 +307,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(op, "renameat")) {
 			ret = renameat(AT_FDCWD, a1, AT_FDCWD, a2);
 			failed = ret < 0;
+		} else if (!strcmp(op, "link")) {
+			ret = link(a1, a2);
+			failed = ret < 0;
+		} else if (!strcmp(op, "closerange")) {
+			ret = close_range(3, ~0U, 0);
+			failed = ret < 0;
+			nfds = 0;
+			fd = -1;
 		} else if (!strcmp(op, "dioalign")) {
 			ret = dio_align();
 		} else if (!strcmp(op, "fork")) {

@@ -55,6 +55,71 @@ START_TEST(test_glob_persist_everywhere)
 }
 END_TEST
 
+START_TEST(test_thread)
+{
+	parse_ok("pwrite(data)@2#1=EIO;write@12#3+=ENOSPC;write(x)@1#1++=EIO");
+	ck_assert_str_eq(plan.rules[0].glob, "data");
+	ck_assert_uint_eq(plan.rules[0].thread, 2);
+	ck_assert_uint_eq(plan.rules[0].n, 1);
+	ck_assert_str_eq(plan.rules[0].text, "pwrite(data)@2#1=EIO");
+	ck_assert_ptr_null(plan.rules[1].glob);
+	ck_assert_uint_eq(plan.rules[1].thread, 12);
+	ck_assert_uint_eq(plan.rules[1].n, 3);
+	ck_assert(plan.rules[1].persist && !plan.rules[1].everywhere);
+	ck_assert_uint_eq(plan.rules[2].thread, 1);
+	ck_assert(plan.rules[2].everywhere);
+	parse_ok("write#1=EIO");
+	ck_assert_uint_eq(plan.rules[0].thread, 0);
+	/* the same call of another thread is another rule */
+	parse_ok("write(x)@1#1=EIO;write(x)@2#1=EIO;write(x)#1=EIO");
+	parse_bad("write(x)@2#1=EIO;write(x)@2#1=EIO",
+		  "same call as rule 1 ('write(x)@2#1=EIO') at 'write(x)@2#1=EIO'");
+}
+END_TEST
+
+static unsigned long counts[PLAN_MAX_RULES];
+
+static unsigned long count(void *ctx, size_t i, bool add)
+{
+	(void)ctx;
+	return add ? ++counts[i] : counts[i];
+}
+
+/* the rule of the plan that fires on a call of CALL number N by THREAD
+ * on PATH */
+static int fire(int call, unsigned long n, unsigned thread, const char *path)
+{
+	return plan_fire(&plan, &(struct plan_call){ call, n, thread, path, "/w",
+						     false }, count, NULL);
+}
+
+START_TEST(test_fire_by_thread)
+{
+	/* thread 2's second pwrite of data, whoever writes between */
+	parse_ok("pwrite(data)@2#2=EIO");
+	memset(counts, 0, sizeof(counts));
+	ck_assert_int_eq(fire(CALL_pwrite, 1, 2, "/w/data"), -1);
+	ck_assert_int_eq(fire(CALL_pwrite, 2, 1, "/w/data"), -1);
+	ck_assert_int_eq(fire(CALL_pwrite, 3, 2, "/w/other"), -1);
+	ck_assert_int_eq(fire(CALL_pwrite, 4, 3, "/w/data"), -1);
+	ck_assert_int_eq(fire(CALL_pwrite, 5, 2, "/w/data"), 0);
+	ck_assert_int_eq(fire(CALL_pwrite, 6, 2, "/w/data"), -1);
+	/* without a glob: thread 3's first fsync, on any file */
+	parse_ok("fsync@3#1=EIO");
+	memset(counts, 0, sizeof(counts));
+	ck_assert_int_eq(fire(CALL_fsync, 1, 1, "/w/a"), -1);
+	ck_assert_int_eq(fire(CALL_fsync, 2, 3, "/w/b"), 0);
+	ck_assert_int_eq(fire(CALL_fsync, 3, 3, "/w/b"), -1);
+	/* '++': from thread 2's first on, every write, of any thread, any file */
+	parse_ok("write(data)@2#1++=ENOSPC");
+	memset(counts, 0, sizeof(counts));
+	ck_assert_int_eq(fire(CALL_write, 1, 1, "/w/data"), -1);
+	ck_assert_int_eq(fire(CALL_write, 2, 2, "/w/data"), 0);
+	ck_assert_int_eq(fire(CALL_write, 3, 1, "/w/other"), 0);
+	ck_assert_int_eq(fire(CALL_write, 4, 3, "/w/data"), 0);
+}
+END_TEST
+
 START_TEST(test_glob_persist_multi)
 {
 	parse_ok(" write(*.tmp)#2+=ENOSPC ;\trename#1=crash ; msync#3=crash-after");
@@ -194,6 +259,19 @@ START_TEST(test_bad_number)
 }
 END_TEST
 
+START_TEST(test_bad_thread)
+{
+	parse_bad("write@#1=EIO", "expected a thread number after '@' at '@#1=EIO'");
+	parse_bad("write(x)@=EIO", "expected a thread number after '@' at '@=EIO'");
+	parse_bad("write@0#1=EIO", "threads count from 1 at '@0'");
+	parse_bad("write@02#1=EIO", "leading zero in thread number at '@02'");
+	parse_bad("write@4294967296#1=EIO",
+		  "thread number larger than 4294967295 at '@4294967296'");
+	parse_bad("write@2=EIO", "expected '#N' after 'write' at '=EIO'");
+	parse_bad("write#1@2=EIO", "expected '=' and an action at '@2=EIO'");
+}
+END_TEST
+
 START_TEST(test_bad_action)
 {
 	parse_bad("write#1=", "missing action at 'write#1='");
@@ -313,10 +391,10 @@ START_TEST(test_call_table)
 	ck_assert_str_eq(call_table[CALL_openat].point, "crashcheck/io/oc/openat");
 	ck_assert_uint_eq(call_table[CALL_write].faults,
 			  F_EINTR | F_SHORT | F_ENOSPC | F_EIO | F_CRASH | F_ERRNO);
-	ck_assert_str_eq(call_class_name(call_table[CALL_fsync].cls), "sync");
-	ck_assert_str_eq(call_class_name(call_table[CALL_rename].cls), "name");
-	ck_assert_str_eq(call_class_name(call_table[CALL_mmap].cls), "map");
-	ck_assert_str_eq(call_class_name(call_table[CALL_close].cls), "other");
+	ck_assert_int_eq(call_table[CALL_fsync].cls, C_SYNC);
+	ck_assert_int_eq(call_table[CALL_rename].cls, C_NAME);
+	ck_assert_int_eq(call_table[CALL_mmap].cls, C_MAP);
+	ck_assert_int_eq(call_table[CALL_close].cls, C_OTHER);
 	ck_assert_str_eq(plan_errno_name(ENOSPC), "ENOSPC");
 	ck_assert_ptr_null(plan_errno_name(0));
 	ck_assert_int_eq(plan_errno_value("EIOX", 4), 0);
@@ -334,18 +412,21 @@ START_TEST(test_json)
 	parse_ok("fsync#1=EIO");
 	n = plan_json(&plan, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "{\"rules\":[{\"text\":\"fsync#1=EIO\",\"call\":\"fsync\","
-			 "\"glob\":null,\"n\":1,\"persist\":false,\"everywhere\":false,\"action\":\"errno\","
+			 "\"glob\":null,\"thread\":null,\"n\":1,\"persist\":false,"
+			 "\"everywhere\":false,\"action\":\"errno\","
 			 "\"errno\":5,\"errname\":\"EIO\",\"bytes\":null}]}");
 	ck_assert_uint_eq(n, strlen(buf));
 
-	parse_ok("write(\"a\\b\")#2+=short:7;rename#1=crash-after");
+	parse_ok("write(\"a\\b\")@2#2+=short:7;rename#1=crash-after");
 	plan_json(&plan, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "{\"rules\":["
-			 "{\"text\":\"write(\\\"a\\\\b\\\")#2+=short:7\",\"call\":\"write\","
-			 "\"glob\":\"\\\"a\\\\b\\\"\",\"n\":2,\"persist\":true,\"everywhere\":false,\"action\":\"short\","
+			 "{\"text\":\"write(\\\"a\\\\b\\\")@2#2+=short:7\",\"call\":\"write\","
+			 "\"glob\":\"\\\"a\\\\b\\\"\",\"thread\":2,\"n\":2,\"persist\":true,"
+			 "\"everywhere\":false,\"action\":\"short\","
 			 "\"errno\":null,\"errname\":null,\"bytes\":7},"
 			 "{\"text\":\"rename#1=crash-after\",\"call\":\"rename\",\"glob\":null,"
-			 "\"n\":1,\"persist\":false,\"everywhere\":false,\"action\":\"crash-after\","
+			 "\"thread\":null,\"n\":1,\"persist\":false,\"everywhere\":false,"
+			 "\"action\":\"crash-after\","
 			 "\"errno\":null,\"errname\":null,\"bytes\":null}]}");
 
 	parse_ok("");
@@ -407,6 +488,8 @@ static Suite *plan_suite(void)
 	tcase_add_test(ok, test_errno_rule);
 	tcase_add_test(ok, test_glob_persist_multi);
 	tcase_add_test(ok, test_glob_persist_everywhere);
+	tcase_add_test(ok, test_thread);
+	tcase_add_test(ok, test_fire_by_thread);
 	tcase_add_test(ok, test_short);
 	tcase_add_test(ok, test_limits_accepted);
 	tcase_add_test(ok, test_empty_plans);
@@ -416,6 +499,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(ok, test_longest_plan_fits);
 	tcase_add_test(bad, test_bad_call);
 	tcase_add_test(bad, test_bad_glob);
+	tcase_add_test(bad, test_bad_thread);
 	tcase_add_test(bad, test_bad_number);
 	tcase_add_test(bad, test_bad_action);
 	tcase_add_test(bad, test_not_applicable);

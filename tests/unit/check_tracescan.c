@@ -59,7 +59,7 @@ START_TEST(test_a_write_then_its_fsync)
 }
 END_TEST
 
-/* a thin write (faults/preload.c): no offset, no snapshot, the mark */
+/* a thin write (faults/trace.c): no offset, no snapshot, the mark */
 #define THIN_77 \
 	"{\"ev\":\"call\",\"seq\":1,\"pid\":4,\"call\":\"write\",\"n\":1," \
 	"\"fd\":3,\"path\":\"/w/t\",\"ino\":77,\"len\":2,\"flags\":[]," \
