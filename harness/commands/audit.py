@@ -313,7 +313,7 @@ def rerun_argv(args):
         argv.append("--absent")
     if args.backend != "auto":
         argv += ["--backend", args.backend]
-    if args.model != "all":
+    if args.model is not None:
         argv += ["--model", args.model]
     if args.seed != "0":
         argv += ["--seed", args.seed]

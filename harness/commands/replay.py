@@ -120,7 +120,9 @@ def cmd_replay(args):
                                  f"'{spec.name}', not of "
                                  f"'{recorded['workload']}'")
         settings = sweep.Settings(
-            out=work, models=(model,) if model else sweep.MODELS,
+            out=work, models=(model,) if model else tuple(
+                m for m in run.get("models") or sweep.DEFAULT_MODELS
+                if m in sweep.MODELS) or sweep.DEFAULT_MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
             jobs=1, home=bool((run.get("audit") or {}).get("home")),
             exhaustive=True, sector=_sector(run))

@@ -32,11 +32,13 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
 from . import backend as backend_mod, calls, coords, fullfs, pool, runner, trace
-from ..judging import causes, explorer, oracle, payload, symbols
+from ..judging import causes, explorer, models, oracle, payload, symbols
 
-# The fault classes and the crash models, as the oracle defines them.
+# The fault classes and the crash models, as the oracle defines them; a
+# sweep not told which models judges under DEFAULT_MODELS.
 KINDS = oracle.KINDS
 MODELS = oracle.MODELS
+DEFAULT_MODELS = models.DEFAULT
 
 # Names inside a run's scratch directory. The program runs in WORK with
 # the target named TARGET there, so its messages and our reports show
@@ -75,7 +77,7 @@ SAMPLE = 3
 class Settings:
     """What one sweep is asked to do (command-line options)."""
     out: Path                                   # results directory
-    models: tuple = MODELS
+    models: tuple = DEFAULT_MODELS
     kinds: tuple = KINDS
     jobs: int = os.cpu_count() or 1
     cap: int = 64                               # crash states per crash point
@@ -1228,6 +1230,37 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     return cases
 
 
+def name_models(results, outdir=None):
+    """Name in each power-loss result the models under which its crash
+    point gives its verdict: its own and those of the same point's cases
+    under the sweep's other models ("models" of results.json), in its
+    case directory's result.json too (under OUTDIR's parent)."""
+    points = {}
+    for r in results:
+        if r.get("kind") == "powerloss" and r.get("model") and \
+                r["id"].endswith("-" + r["model"]):
+            key = r["id"][:-len(r["model"]) - 1]
+            points.setdefault(key, []).append(r)
+    for group in points.values():
+        for r in group:
+            named = [m for m in MODELS if any(
+                o["model"] == m and o["verdict"] == r["verdict"]
+                for o in group)]
+            if named == r.get("models"):
+                continue
+            r["models"] = named
+            if r.get("dir") and outdir is not None:
+                path = Path(outdir).parent / r["dir"] / "result.json"
+                try:
+                    with open(path) as fh:
+                        saved = json.load(fh)
+                    saved["models"] = named
+                    with open(path, "w") as fh:
+                        json.dump(saved, fh, indent=1, sort_keys=True)
+                except (OSError, ValueError):
+                    pass        # results.json says it; the directory is aside
+
+
 def no_change(rec):
     """A call that failed and so changed nothing: no data, no name, and
     no error a later sync would report (a sync that failed with EIO or
@@ -2287,12 +2320,14 @@ class Judge:
             return self.result(case, combo, oracle.Verdict(
                 "harness-error", astray, ASTRAY_WHY), out, states=0,
                 keep=keep)
-        judged, model, states = 0, None, []
+        judged, model, states, under = 0, None, [], None
         # A program that claims success is also judged at its after-exit
         # crash point, under each model: that is where a retried fsync or
         # a missing directory fsync shows, and whether an error the
         # program did not check cost data (unreported-error) or not
-        # (ignored-error). The first model that finds more decides.
+        # (ignored-error). The first model that finds more decides; the
+        # others are judged too, to name every model the verdict holds
+        # under (UNDER).
         if verdict.verdict in QUIET and run.status == 0:
             records = out.for_exit()
             if thin and not thin_unread(records):
@@ -2311,10 +2346,12 @@ class Judge:
                 return None
             facts["calls"] = call_names(records)
             first = None
+            found = {}
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
                 judged += len(states)
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+                found[m] = verdict.verdict
                 if first is None:
                     first = (verdict, states)
                 if verdict.verdict not in QUIET:
@@ -2323,6 +2360,17 @@ class Judge:
             else:
                 if first is not None:
                     verdict, states = first
+            if model is not None:
+                held = self.last_states
+                for m in self.settings.models:
+                    if m not in found:
+                        found[m] = oracle.judge(oracle.Outcome(
+                            crash_states=self.states(
+                                combo, [exits[m]], only_after_exit=True),
+                            **facts)).verdict
+                self.last_states = held
+            under = [m for m in self.settings.models
+                     if found.get(m) == verdict.verdict]
             if thin and not verdict.ok:
                 return None
             if verdict.verdict == "unreported-error" and verdict.state and \
@@ -2338,14 +2386,18 @@ class Judge:
                 facts["fault_on_data_path"] = False
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
         return self.result(case, combo, verdict, out, states=judged,
-                           model=model, keep=keep)
+                           model=model, keep=keep, under=under)
 
     def result(self, case, combo, verdict, out, states, model=None, keep=False,
-               upto=None):
+               upto=None, under=None):
         """The case's entry of results.json (docs/design.md), and for a
         finding (or with --keep) its directory under results/cases/.
         UPTO is the seq of a power-loss case's crash point: the deciding
-        call of its state was made at or before it."""
+        call of its state was made at or before it. UNDER: the models of
+        the sweep the verdict holds under, when it came from crash states
+        (a power-loss case's own model, until write_reports names the
+        others); by default every model of the sweep, the verdict owing
+        nothing to one."""
         spec = combo.spec
         expected = [e for e in spec.expect if e.applies(
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
@@ -2386,6 +2438,9 @@ class Judge:
             "plan": case.plan,
             "call": case.call,
             "model": case.model or model,
+            "models": list(under if under is not None else
+                           (case.model,) if case.model else
+                           self.settings.models),
             "states": states,
             "seed": self.settings.seed,
             "verdict": verdict.verdict,
@@ -2397,7 +2452,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": reproduce(spec, case, self.settings.backend),
+            "reproduce": reproduce(spec, case, self.settings.backend,
+                                   self.settings.models),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -2698,12 +2754,21 @@ def expect_dict(e):
     return {k: v for k, v in e.__dict__.items() if v is not None}
 
 
-def reproduce(spec, case, backend="auto"):
+def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
     """One command that reruns this case alone (with the --backend the
-    sweep was given, unless auto: auto decides as it did)."""
+    sweep was given, unless auto: auto decides as it did; with the
+    --model that makes the case again: its own model when it is not a
+    default one, else the sweep's MODELS when they are not the
+    default)."""
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
+    if case.model is not None:
+        want = () if case.model in DEFAULT_MODELS else (case.model,)
+    else:
+        want = () if tuple(models) == DEFAULT_MODELS else tuple(models)
+    if want:
+        return f"{reproduce(spec, case, backend)} --model {','.join(want)}"
     if backend != "auto":
         return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))

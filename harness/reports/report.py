@@ -1020,6 +1020,14 @@ def _defect_cases(defect, by_id):
     return sorted(members, key=lambda c: (STATUSES.index(status(c)), c["id"]))
 
 
+def models_note(case):
+    """" (under posix, xfs)": the crash models a finding judged by crash
+    states holds under ("models" of results.json), or ""."""
+    if case.get("model") and case.get("models"):
+        return f" (under {', '.join(case['models'])})"
+    return ""
+
+
 def console_lines(cases, summary, per_defect=10):
     """The short story of a run's findings for a terminal: each failing
     defect on one line with how many cases it was seen in, then up to
@@ -1036,7 +1044,8 @@ def console_lines(cases, summary, per_defect=10):
                      f"{_plural(d['cases'], 'case')}")
         members = [c for c in _defect_cases(d, by_id) if not c["passed"]]
         for c in members[:per_defect]:
-            lines.append(f"  FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            lines.append(f"  FINDING {c['id']}: {c['verdict']}: "
+                         f"{c.get('finding') or ''}{models_note(c)}")
             why = first_sentence(c.get("explanation"))
             if why:
                 lines.append(f"    why: {why}")
@@ -1048,7 +1057,8 @@ def console_lines(cases, summary, per_defect=10):
         shown.update(d["ids"])
     for c in sorted(cases, key=lambda c: c["id"]):
         if not c["passed"] and c["id"] not in shown:
-            lines.append(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            lines.append(f"FINDING {c['id']}: {c['verdict']}: "
+                         f"{c.get('finding') or ''}{models_note(c)}")
             why = first_sentence(c.get("explanation"))
             if why:
                 lines.append(f"  why: {why}")
@@ -1239,6 +1249,7 @@ def _md_case_line(case):
                  + ")")
     if case.get("finding"):
         line += ": " + md_text(case["finding"])
+    line += md_text(models_note(case))
     if case.get("reproduce"):
         line += " — " + md_code(case["reproduce"])
     return line
@@ -1546,6 +1557,8 @@ def _case_html(case, anchor=False):
              ("plan", case.get("plan")),
              ("target call", case.get("call")),
              ("model", case.get("model")),
+             ("the verdict holds under", ", ".join(case.get("models") or [])
+              if case.get("model") else None),
              ("crash states", case.get("states") or None),
              # the sweep also records which crash state decided the verdict
              ("deciding state", case.get("state") or None),

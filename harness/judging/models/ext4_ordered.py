@@ -17,8 +17,8 @@ class Ext4Ordered(base.Model):
     summary = ("ext4 data=ordered: metadata in one journal, appends in "
                "order behind it, a replaced file's data forced first")
     metadata = base.JOURNAL
-    file_sync = base.LOG
-    dir_sync = base.LOG
+    file_sync = base.LOG_TO_FILE
+    dir_sync = base.LOG_TO_DIR
     overwrite = base.INDEPENDENT
     append = base.PREFIX
     replace_flush = frozenset((base.RENAME, base.TRUNCATE))
