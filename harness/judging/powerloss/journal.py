@@ -21,15 +21,34 @@ class DirOp:
     under posix, one per directory, as crash-model.md's "Names live in
     directories" says."""
 
-    __slots__ = ("dino", "actions", "changes", "inos", "n")
+    __slots__ = ("dino", "actions", "changes", "inos", "n", "parts")
 
-    def __init__(self, dino, actions, changes):
+    def __init__(self, dino, actions, changes, parts=None):
         self.dino = dino            # the directory (posix); None: journal
         self.actions = actions      # [(dino, name, entry or None, before)]
         self.changes = changes      # [Change]: what it is called
         self.inos = {e for a in actions for e in (a[2], a[3])
                      if _is_file(e)}
         self.n = None               # its number in the world's log
+        # {dino: ([action], [Change])}: what it did in each directory
+        self.parts = parts
+
+    def split(self, dino):
+        """(what it did in directory DINO, what it did elsewhere), each a
+        DirOp with its number, or None where it did nothing."""
+        parts = self.parts or {dino: (self.actions, self.changes)}
+        here = parts.get(dino)
+        rest = {d: p for d, p in parts.items() if d != dino}
+        out = []
+        for part in ({dino: here} if here else None, rest or None):
+            if part is None:
+                out.append(None)
+                continue
+            op = DirOp(None, [a for d in part for a in part[d][0]],
+                       [c for d in part for c in part[d][1]], part)
+            op.n = self.n
+            out.append(op)
+        return tuple(out)
 
     def dirs(self):
         """The directories it changes."""
@@ -65,17 +84,19 @@ class DirOp:
 
 
 class SizeOp:
-    """A size change through the log (truncate, fallocate; under
-    replace_alloc, the allocation a rename or close commits)."""
+    """A size change through the log (truncate, fallocate), or under
+    replace_alloc the allocation a rename or a close commits (ALLOC: at
+    "rename" or "close"; its data not ordered with it)."""
 
-    __slots__ = ("ino", "size", "inos", "n")
+    __slots__ = ("ino", "size", "inos", "n", "alloc")
     dino = None
 
-    def __init__(self, ino, size):
+    def __init__(self, ino, size, alloc=None):
         self.ino = ino
         self.size = size
         self.inos = (ino,)
         self.n = None
+        self.alloc = alloc
 
     def apply(self, dirs, images):
         img = images[self.ino]
@@ -83,6 +104,8 @@ class SizeOp:
                             else img + bytes(self.size - len(img)))
 
     def describe(self, names):
+        if self.alloc:
+            return [Change("alloc", names(self.ino), self.alloc)]
         return [Change("truncate", names(self.ino), str(self.size))]
 
 

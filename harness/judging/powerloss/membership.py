@@ -56,6 +56,16 @@ class Tree:
         self.dirs = set(dirs)
         self.links = dict(links or {})
 
+    def stray(self):
+        """Why no tree can be this one (a path inside something that is
+        not one of its directories), or ""."""
+        for path in sorted(set(self.files) | self.dirs | set(self.links)):
+            parent = path.rpartition("/")[0]
+            if parent and parent not in self.dirs:
+                return (f"'{path}' lies in '{parent}', which is no "
+                        f"directory of the tree")
+        return ""
+
     def names(self, prefix):
         """{name: ("f", bytes) | ("d",) | ("l", target)} directly under
         PREFIX ("" or "a/b/")."""
@@ -75,6 +85,9 @@ def decide(space, tree):
     data = _Data(space)
     bound = data.bound() * (len(space.cuts) if space.journal
                             else 2 ** space.m)
+    stray = tree.stray()
+    if stray:
+        return Verdict(False, stray, bound)
     if space.journal:
         ok, reason = _journal(space, tree, data)
     else:
@@ -116,16 +129,20 @@ def _journal(space, tree, data):
         return False, data_reason
     _, c, missing, extra = nearest
     p, j = space.cuts[c]
-    where = f"the first {p} of {space.m} pending changes" + (
-        f" and {j} block(s) of the next" if j else "")
+    if space.m == 0:
+        where = "every state (nothing is pending)"
+    else:
+        where = (f"the nearest state, the first {p} of the {space.m} "
+                 f"pending changes persisted in order"
+                 + (f" and {j} block(s) of the next" if j else "") + ",")
     parts = []
-    if extra:
-        parts.append("has " + ", ".join(f"'{x}'" for x in extra[:4]))
     if missing:
-        parts.append("lacks " + ", ".join(f"'{x}'" for x in missing[:4]))
-    return False, (f"no state has these names: the log persists in order, "
-                   f"and the nearest state ({where}) differs: the tree "
-                   + " and ".join(parts))
+        parts.append("has " + ", ".join(f"'{x}'" for x in missing[:4])
+                     + ", which the tree lacks")
+    if extra:
+        parts.append("lacks " + ", ".join(f"'{x}'" for x in extra[:4])
+                     + ", which the tree has")
+    return False, f"no state has these names: {where} " + "; ".join(parts)
 
 
 def _files_ok(space, data, c, files, tree):
@@ -396,7 +413,7 @@ def _span(data, lo, hi):
 def _new(base, vis, b, lo, hi):
     """Block B of a recipe that takes it from VIS: VIS's bytes as far as
     VIS reaches, BASE's (zero-extended) beyond."""
-    e = min((b + 1) * BLOCK, len(vis))
+    e = min((b + 1) * BLOCK, len(vis), hi)
     out = bytearray(_span(base, lo, hi))
     if e > lo:
         out[:e - lo] = vis[lo:e]

@@ -421,9 +421,10 @@ class World(Snapshots, Audit):
                         self._log(Flush(e, vis_e, "rename"))
                     elif model.allocates(policy.RENAME):
                         vis_e, _ = self._node(e).pending()
-                        self._log(SizeOp(e, len(vis_e)))
+                        self._log(SizeOp(e, len(vis_e), "rename"))
             self._log(DirOp(None, actions, [c for dino in changed
-                                            for c in parts[dino][1]]))
+                                            for c in parts[dino][1]],
+                            {dino: parts[dino] for dino in changed}))
         else:
             for dino in changed:
                 self._log(DirOp(dino, *parts[dino]))
@@ -735,9 +736,36 @@ class World(Snapshots, Audit):
         elif rule == policy.LOG_TO_DIR:
             self._commit_upto(self.dmark.get(dino, 0))
         elif self.model.journal:
-            self._commit_ops(self._naming(dino=dino))
+            self._commit_dir(dino)
         else:
             self._commit(dino)
+
+    def _commit_dir(self, dino):
+        """DIRECTORY under a log: the entries of directory DINO are
+        durable, with what makes it reachable, out of the log's order;
+        of a change that also touched another directory (a rename out of
+        another), only its half in DINO: the other half waits for its
+        own sync or the log (Btrfs keeps a file moved between two
+        directories under both names after an fsync of the one it went
+        to, measured)."""
+        makers = {id(e) for e in self._naming(dino=dino)
+                  if dino not in e.dirs()}
+        chosen, ops = [], []
+        for e in self.ops:
+            if isinstance(e, DirOp) and id(e) in makers:
+                chosen.append(e)
+            elif isinstance(e, DirOp) and dino in e.dirs():
+                here, rest = e.split(dino)
+                chosen.append(here)
+                e = rest
+            if e is not None:
+                ops.append(e)
+        if not chosen:
+            return
+        # in the log's order, the halves where their change was
+        self.ops = sorted(ops + [e for e in chosen if e not in ops],
+                          key=lambda e: e.n)
+        self._commit_ops(chosen)
 
     def _durable(self, node, data):
         node.dimg = data
@@ -802,7 +830,7 @@ class World(Snapshots, Audit):
         if self.model.flushes(policy.TRUNCATE):
             self._log(Flush(node.ino, vis, "close"))
         else:
-            self._log(SizeOp(node.ino, len(vis)))
+            self._log(SizeOp(node.ino, len(vis), "close"))
         node.da_close = False
         self.gen += 1
 

@@ -225,7 +225,7 @@ class Space:
                     for j in range(1, len(e.blocks)):
                         chain.add(at[(idx, j)], e, j)
                 chain.add(at[(idx + 1, 0)], e)
-                if isinstance(e, SizeOp):
+                if isinstance(e, SizeOp) and not e.alloc:
                     self.trunc_last[e.ino] = idx
                     minsize[e.ino] = min(minsize.get(e.ino, len(node.dimg)),
                                          e.size)
@@ -483,14 +483,17 @@ class Space:
     def _effective(self, ino, dsel, sel):
         """journal: appended data cannot outlive a truncate that did not
         commit (its blocks were allocated after it)."""
-        if self.journal and sel is not None and sel[2] \
-                and self.cuts[dsel][0] <= self.trunc_last.get(ino, -1):
-            if self.data == policy.ZERO_FILL:
-                first = self.first[ino]
-                kept = tuple(b for b in sel[1] if b < first)
-                tear = sel[3] if sel[3] is not None \
-                    and sel[3][0] < first else None
-                return (sel[0], kept, 0, tear) if kept else None
+        if not self.journal or sel is None \
+                or self.cuts[dsel][0] > self.trunc_last.get(ino, -1):
+            return sel
+        if self.data == policy.ZERO_FILL:
+            # the appended blocks, wherever they are, and the size
+            first = self.first[ino]
+            kept = tuple(b for b in sel[1] if b < first)
+            tear = sel[3] if sel[3] is not None \
+                and sel[3][0] < first else None
+            return (sel[0], kept, 0, tear) if kept else None
+        if sel[2]:
             return (sel[0], sel[1], 0, sel[3]) if sel[1] else None
         return sel
 
@@ -667,6 +670,8 @@ _PERSISTED = {
     "torn": "block {b} of '{n}' reached the disk torn: its first {k} bytes "
             "new, the rest not",
     "write": "the write of block(s) {d} of '{n}' committed with the journal",
+    "alloc": "'{n}' got its blocks at the {d}, its size committed, its data "
+             "not ordered with it",
 }
 _LOST = {
     "create": "the creation of '{n}' did not persist",
@@ -687,6 +692,7 @@ _LOST = {
     "sync-failure": "'{n}': the failed {d}, which no later sync can "
                     "make durable",
     "write": "the write of block(s) {d} of '{n}' did not commit",
+    "alloc": "the allocation of '{n}' at the {d} did not commit",
 }
 
 

@@ -50,10 +50,11 @@ class ThinRecord(ExplorerError):
 class Change:
     """One thing that did or did not reach the disk in a crash state."""
     kind: str           # create link replace rename unlink truncate flush
-                        # data blocks size sync-failure
+                        # data blocks size sync-failure write alloc
     name: str           # the file it is about (a rename: the new name)
     detail: str = ""    # rename: the old name; blocks: "0-2,5";
                         # size: "0 -> 4096"; data: "never fsynced" or "";
+                        # write: "0-2" (journaled); alloc: "rename", "close";
                         # truncate: the new size; flush: "rename" or "close";
                         # sync-failure: "fsync#1 dropped blocks 0-1"
 
