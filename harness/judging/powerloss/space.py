@@ -244,9 +244,11 @@ class Space:
             self.vis[ino] = vis
             self.dimg[ino] = node.dimg
             if self.data == policy.INDEPENDENT:
-                sc = len(vis) != len(node.dimg)
                 cut = node.cut if node.cut is not None \
                     and node.cut < len(node.dimg) else None
+                # the size moves on its own: back past a truncation too
+                sc = len(vis) != len(node.dimg) or (
+                    cut is not None and len(vis) > cut)
                 if cut is not None:
                     # once the truncation persists, what it freed reads as
                     # zeros: a block written again after it is pending even
