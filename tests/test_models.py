@@ -435,3 +435,55 @@ def test_admits_refuses_bad_arguments():
         with pytest.raises(explorer.ExplorerError, match=text):
             admits(t.records, None, args["point"], args["model"],
                    args["files"], content=t.store.__getitem__)
+
+
+# ------------------------------------------------------------ a sweep
+
+def test_a_sweep_under_every_model_names_the_models_of_each_finding(tmp_path):
+    """workloads/variants/no-fsync-before-rename (write, rename over the
+    target, fsync of the directory; no fsync of the file) swept with
+    --model all: after its exit the new content is durable where the
+    rename cannot commit before the data (ext4-ordered forces it out,
+    ext4-journal logs it first), not elsewhere; each finding names the
+    models it holds under, and a case under a model outside the default
+    reproduces with --model."""
+    import json
+    import subprocess
+    from harness import ROOT
+    s = tmp_path / "nf.toml"
+    s.write_text('name = "nf"\ndescription = "d"\ncommand = '
+                 '["{bin}/no-fsync-before-rename", "--strategy={strategy}", '
+                 '"{target}", "{new}"]\nstrategies = ["stdio"]\n'
+                 'contract = "atomic"\nsizes = [4097]\n')
+    out = tmp_path / "out"
+    proc = subprocess.run([str(ROOT / "scripts" / "crashcheck"), "run", str(s),
+                           "--out", str(out), "--faults", "powerloss",
+                           "--model", "all"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads((out / "results.json").read_text())
+    cases = {c["id"]: c for c in doc["cases"]}
+    assert doc["summary"]["models"] == sorted(MODELS)
+    at_exit = {m: cases[f"nf-stdio-4097B-powerloss@exit-{m}"] for m in MODELS}
+    lose = ["posix", "ext4-writeback", "xfs", "btrfs"]
+    assert {m for m, c in at_exit.items() if c["verdict"] == "not-durable"} \
+        == set(lose)
+    assert {m for m, c in at_exit.items() if c["verdict"] == "ok"} == \
+        {"ext4-ordered", "ext4-journal"}
+    for m, c in at_exit.items():
+        assert c["models"] == (lose if m in lose else
+                               ["ext4-ordered", "ext4-journal"]), (m, c)
+        assert ("--model" in c["reproduce"]) == (m not in models.DEFAULT)
+        assert c["reproduce"].endswith(f"--model {m}") or \
+            m in models.DEFAULT
+    # the console's FINDING line says them
+    line = next(ln for ln in proc.stdout.splitlines()
+                if "FINDING nf-stdio-4097B-powerloss@exit-xfs:" in ln)
+    assert line.endswith("(under posix, ext4-writeback, xfs, btrfs)"), line
+    # the reproduce command of the xfs case makes it again
+    rerun = subprocess.run(at_exit["xfs"]["reproduce"] + f" --out {tmp_path}/r",
+                           shell=True, capture_output=True, text=True,
+                           cwd=ROOT, timeout=600)
+    again = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert [(c["id"], c["verdict"]) for c in again["cases"]] == \
+        [("nf-stdio-4097B-powerloss@exit-xfs", "not-durable")], rerun.stdout

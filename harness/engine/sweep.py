@@ -2763,14 +2763,6 @@ def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
-    if case.model is not None:
-        want = () if case.model in DEFAULT_MODELS else (case.model,)
-    else:
-        want = () if tuple(models) == DEFAULT_MODELS else tuple(models)
-    if want:
-        return f"{reproduce(spec, case, backend)} --model {','.join(want)}"
-    if backend != "auto":
-        return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))
     if hit is None or hit[0] is not spec:
         if INSTALLED:               # the tree is not the user's directory
@@ -2783,7 +2775,16 @@ def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
                 path = spec.path.resolve()
                 prog = str(ROOT / "scripts" / "crashcheck")
         hit = _RERUN[id(spec)] = (spec, f"{prog} run {path}")
-    return f"{hit[1]} --case '{case.id}'"
+    command = f"{hit[1]} --case '{case.id}'"
+    if case.model is not None:
+        want = () if case.model in DEFAULT_MODELS else (case.model,)
+    else:
+        want = () if tuple(models) == DEFAULT_MODELS else tuple(models)
+    if want:
+        command += f" --model {','.join(want)}"
+    if backend != "auto":
+        command += f" --backend {backend}"
+    return command
 
 
 _RERUN = {}     # id(spec) -> (spec, "scripts/crashcheck run SPEC"): resolved once
