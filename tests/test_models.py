@@ -487,3 +487,35 @@ def test_a_sweep_under_every_model_names_the_models_of_each_finding(tmp_path):
     again = json.loads((tmp_path / "r" / "results.json").read_text())
     assert [(c["id"], c["verdict"]) for c in again["cases"]] == \
         [("nf-stdio-4097B-powerloss@exit-xfs", "not-durable")], rerun.stdout
+
+
+def test_make_apps_counts_each_models_root_causes():
+    """scripts/apps's table: per recipe, how many root causes (defects)
+    each model of its sweep exposes, from the models each case names."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+    from harness import ROOT
+    loader = SourceFileLoader("apps", str(ROOT / "scripts" / "apps"))
+    apps = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader("apps", loader))
+    loader.exec_module(apps)
+    doc = {"cases": [
+        {"id": "a-powerloss@exit-posix", "model": "posix", "verdict": "torn",
+         "models": ["posix", "xfs"]},
+        {"id": "a-powerloss@exit-xfs", "model": "xfs", "verdict": "torn",
+         "models": ["posix", "xfs"]},
+        {"id": "a-fsync#1=EIO", "model": None, "verdict": "lost-update",
+         "models": ["posix", "ext4-ordered", "xfs"]}],
+        "summary": {"run": {"models": ["posix", "ext4-ordered", "xfs"]},
+                    "defects": [{"ids": ["a-powerloss@exit-posix",
+                                         "a-powerloss@exit-xfs"]},
+                                {"ids": ["a-fsync#1=EIO"]}]}}
+    assert apps.per_model(doc) == {"posix": 2, "ext4-ordered": 1, "xfs": 2}
+    row = {"application": "A", "version": "1", "status": 1, "cases": 3,
+           "verdicts": {"torn": 2}, "causes": [], "faults": [],
+           "per_model": apps.per_model(doc)}
+    table = apps.markdown([row])
+    assert "| root causes per crash model |" in table
+    assert "| posix 2, ext4-ordered 1, xfs 2 |" in table
+    one = dict(row, per_model={"posix": 2})
+    assert "per crash model" not in apps.markdown([one])
