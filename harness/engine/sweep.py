@@ -1288,7 +1288,7 @@ def is_crash_point(rec, workdir, table):
     have changed the work directory (one on a path in it, or a sync),
     not one that failed and so changed nothing, and not one elsewhere,
     after which the states are those of the call before (but a sync of
-    any file: under ext4-ordered it commits the one journal)."""
+    any file: under a journal it commits what was logged before it)."""
     if no_change(rec):
         return False
     c = table.get(rec["call"])
@@ -2916,8 +2916,8 @@ def _expectations(specs, results):
 def uncaught(specs, results):
     """One line per expectation of a buggy variant that no case met, e.g.
     'no-fsync: expected not-durable (kind=powerloss), got only ok'. An
-    expectation no case of the run applies to (an ext4-ordered one under
-    --model posix) was not run, and is not listed (not_run)."""
+    expectation no case of the run applies to (an xfs one under the
+    default models) was not run, and is not listed (not_run)."""
     lines = []
     for spec, e, mine in _expectations(specs, results):
         if not mine or any(r["verdict"] == e.verdict for r in mine):
