@@ -55,6 +55,9 @@ class Tree:
         self.files = dict(files)
         self.dirs = set(dirs)
         self.links = dict(links or {})
+        # path -> digest of its bytes: the key a file's verdict is kept by
+        self.sums = {p: hashlib.blake2b(d, digest_size=16).digest()
+                     for p, d in self.files.items()}
 
     def stray(self):
         """Why no tree can be this one (a path inside something that is
@@ -119,6 +122,8 @@ def _journal(space, tree, data):
                 nearest = (diff, c, sorted(have - want), sorted(want - have))
             continue
         reason = _files_ok(space, data, c, files, tree)
+        for chain in space.chains.values():
+            chain.trim()        # cuts are walked in order: one image each
         if reason is None:
             return True, ""
         if data_reason is None:
@@ -155,7 +160,7 @@ def _files_ok(space, data, c, files, tree):
             return (f"'{path}' and '{seen[ino][0]}' are one file (hard "
                     f"links) but hold different bytes")
         seen[ino] = (path, got)
-        reason = data.check(ino, c, got)
+        reason = data.check(ino, c, got, tree.sums[path])
         if reason is not None:
             return f"'{path}' ({data.what(ino)}): {reason}"
     return None
@@ -255,7 +260,7 @@ class _Dirs:
         elif kind == "d":
             ok = self.dir_ok(value[1], path + "/")
         elif kind == "f":
-            reason = self.data.check(value, 0, got[1])
+            reason = self.data.check(value, 0, got[1], self.tree.sums[path])
             ok = reason is None or self.fail(
                 path, f"{self.data.what(value)}: {reason}")
         if ok:
@@ -282,11 +287,17 @@ class _Data:
         return "the file made during the run" if node.born \
             else "the file there before the run"
 
-    def check(self, ino, c, got):
-        """None when file INO can hold GOT after dir choice C (a cut, or
-        anything for independent directories), else why not."""
-        key = (ino, c if self.s.journal else None,
-               hashlib.blake2b(got, digest_size=16).digest())
+    def check(self, ino, c, got, digest):
+        """None when file INO can hold GOT (whose DIGEST that is) after
+        dir choice C (a cut, or anything for independent directories),
+        else why not."""
+        s = self.s
+        # what the cut changes of the file: its image, and whether a
+        # truncation of it is behind
+        at = ((s.chains[ino].key_at(c) if ino in s.chains else -1),
+              s.cuts[c][0] <= s.trunc_last.get(ino, -1)) \
+            if s.journal else None
+        key = (ino, at, digest)
         if key not in self.memo:
             self.memo[key] = self._check(ino, c, got)
         return self.memo[key]

@@ -267,7 +267,10 @@ class World(Snapshots, Audit):
         elif len(data) > len(old) and size_call and model.journal:
             self._log(SizeOp(ino, len(data)))
         elif written and model.journaled_data:
-            start, end = self._changed(old, data)
+            # the pages the call wrote (a hole it left reads zeros by the
+            # size alone), or where the content changed
+            start, end = written if written is not True \
+                else self._changed(old, data)
             self._log(DataOp(ino, start, data[start:end], len(data)))
         # a block dropped by a failed sync counts again once rewritten
         for b, (then, label, done) in list(node.lost.items()):
@@ -363,10 +366,18 @@ class World(Snapshots, Audit):
 
     def _writes(self, rec, ino):
         """Whether REC's call wrote file INO's data (what a journal of
-        data logs at the call)."""
+        data logs at the call): its byte range (start, end) when the
+        record says where, else True; False when it did not."""
         name = rec.get("call")
-        return self._rec_target == ino and (
-            name in WRITE_CALLS or name in STDIO_CALLS or name in COPY_CALLS)
+        if self._rec_target != ino or not (
+                name in WRITE_CALLS or name in STDIO_CALLS
+                or name in COPY_CALLS):
+            return False
+        off, ret = rec.get("off"), rec.get("ret")
+        if name in WRITE_CALLS and type(off) is int and type(ret) is int \
+                and ret > 0 and off >= 0:
+            return off, off + ret
+        return True
 
     def _names(self, rec, listings, outside):
         changed = {}

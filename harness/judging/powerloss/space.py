@@ -164,8 +164,18 @@ class Chain:
         i = bisect.bisect_right(self.keys, cut) - 1
         return self.keys[i], self.image(i)
 
+    def key_at(self, cut):
+        """The key of the file's image after cut CUT, not building it."""
+        return self.keys[bisect.bisect_right(self.keys, cut) - 1]
+
     def last(self):
         return self.image(len(self.keys) - 1)
+
+    def trim(self):
+        """Keep only the last whole image built (a caller walking the
+        cuts in order, holding no recipe: membership)."""
+        keep = max(i for i in self.images if self.steps[i][1] is None)
+        self.images = {0: self.images[0], keep: self.images[keep]}
 
 
 class Space:
