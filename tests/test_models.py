@@ -519,3 +519,44 @@ def test_make_apps_counts_each_models_root_causes():
     assert "| posix 2, ext4-ordered 1, xfs 2 |" in table
     one = dict(row, per_model={"posix": 2})
     assert "per crash model" not in apps.markdown([one])
+
+
+def test_checkers_of_one_directory_take_turns(tmp_path):
+    """The power-loss cases of one combo, one per model, each check the
+    baseline's directory, in several workers at once; a checker that
+    locks the application's data (LevelDB's LOCK) failed beside another
+    (found sweeping the LevelDB recipe under every model: four spurious
+    lost-updates). Two checkers started together on one directory: the
+    second waits for the first."""
+    import threading
+    from harness.engine import spec as specmod, sweep
+    # the checker holds a lock of its own making for a while: a second
+    # one meeting it fails
+    checker = tmp_path / "checker"
+    checker.write_text("#!/bin/sh\nmkdir held || exit 1\n"
+                       "sleep 0.5\nrmdir held\nexit 0\n")
+    checker.chmod(0o755)
+    s = tmp_path / "c.toml"
+    s.write_text('name = "c"\ndescription = "d"\ncommand = ["true", '
+                 f'"{{target}}"]\ncheck = ["{checker}"]\nsizes = [1]\n')
+    settings = sweep.Settings(out=tmp_path / "out", jobs=1)
+    settings.work.mkdir(parents=True)
+    judge = sweep.Judge([specmod.load(s)], settings)
+    combo = next(iter(judge.combos.values()))
+    work = tmp_path / "scratch" / "work"
+    work.mkdir(parents=True)
+    answers = []
+    start = threading.Barrier(2)
+
+    def check():
+        start.wait()
+        answers.append(judge.check(combo, work, "new", cache=True).status)
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == [0, 0]
+    # the lock lies beside the directory, in the run's scratch
+    assert sorted(p.name for p in work.parent.iterdir()) == \
+        ["work", "work.check-lock"]

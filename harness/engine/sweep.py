@@ -14,6 +14,7 @@ gets it. Both sides share only the work directory on disk.
 """
 
 import errno
+import fcntl
 import functools
 import hashlib
 import itertools
@@ -1876,7 +1877,20 @@ class Judge:
     def check(self, combo, directory, expect, cache=True):
         """The checker's answer for DIRECTORY (a run's work directory),
         with CRASHCHECK_EXPECT=EXPECT; once per distinct content of the
-        directory (tree_digest), unless not cache."""
+        directory (tree_digest), unless not cache (a crash state's own
+        directory). One checker at a time in a run's directory: the
+        power-loss cases of one combo, each under its model in its own
+        worker, check the baseline's, and a checker that locks its
+        database (LevelDB's LOCK) fails beside another. The lock file
+        lies beside the directory, in the run's scratch."""
+        if not cache:
+            return self._check(combo, directory, expect, cache)
+        with open(Path(directory).parent / (Path(directory).name
+                                            + ".check-lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._check(combo, directory, expect, cache)
+
+    def _check(self, combo, directory, expect, cache):
         key = None
         if cache:
             key = ("d", tree_digest(directory))
