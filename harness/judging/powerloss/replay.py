@@ -502,11 +502,12 @@ class World(Snapshots, Audit):
 
     def _apply_plain(self, args):
         """Replay a write _plain_args() read, if this world lets it take
-        the short way: the file known, no lost block, not shrinking. True
-        when done; False (nothing done) sends the record the general way,
-        which gives the same result and words any error
-        (and logs a journaled write's data). What the general
-        way would do comes down to the patch and the change counters."""
+        the short way: the file known, no lost block, not shrinking, no
+        journal of data (which logs each write's pages the general way).
+        True when done; False (nothing done) sends the record the general
+        way, which gives the same result and words any error. What the
+        general way would do comes down to the patch, the change counters
+        and the file's last change in the log."""
         ino, off, ret, size, text, h, seq = args
         node = self.inodes.get(ino)
         if node is None or node.lost or self.model.journaled_data:
