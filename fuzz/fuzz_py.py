@@ -13,10 +13,11 @@ Targets (all three by default):
             moot-write scan in C (harness/engine/tracescan.c) must give what its
             Python reference gives.
   explorer  harness.judging.explorer.explore() on what trace.parse() accepts, under
-            both models: only ExplorerError may escape; and the after-exit
+            every model: only ExplorerError may escape; the after-exit
             points explore_exit() builds from one replay (the sweep's way,
             plain writes taken short, and with trace.Lazy.for_exit's moot
-            writes passed over) must be explore()'s last ones.
+            writes passed over) must be explore()'s last ones; and each
+            after-exit state must be one explorer.admits() admits.
 
 The property is the one the CLI depends on: a bad input is one line and
 exit 2, never a traceback. Any other exception is a crash: the input is
@@ -226,6 +227,14 @@ class ExplorerTarget(TraceTarget):
                     st.files, st.target, st.digest(), st.dirs, st.links
             shape.append(len(points))
             ends[model] = points[-1]
+            # every state explore builds is one the model admits
+            for st in points[-1].states:
+                v = explorer.admits(records, point="exit", model=model,
+                                    files=st.files, dirs=st.dirs,
+                                    links=st.links, **source)
+                if not v:
+                    raise AssertionError(f"{model}: {st.label} not "
+                                         f"admitted: {v.reason}")
         # what no call accounts for: the same replay, the same errors
         explorer.unseen(records, **source)
         # the sweep's way to the after-exit points (every model from one

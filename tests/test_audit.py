@@ -79,7 +79,7 @@ BAD = [
     (["--target", ".."], PYWRITER, "--target: '..' is not a plain file name"),
     (["--target", ""], PYWRITER, "--target: '' is not a plain file name"),
     (["--faults", "eio,flood"], PYWRITER, "--faults: unknown fault class 'flood'"),
-    (["--model", "zfs"], PYWRITER, "invalid choice: 'zfs'"),
+    (["--model", "zfs"], PYWRITER, "--model: unknown model 'zfs'"),
     (["--timeout", "0"], PYWRITER, "--timeout: '0' is not a number of seconds"),
     (["--timeout", "soon"], PYWRITER, "--timeout: 'soon'"),
     (["--jobs", "0"], PYWRITER, "--jobs: '0' is not a positive number"),

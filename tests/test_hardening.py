@@ -747,7 +747,12 @@ SPEC = ROOT / "workloads" / "specs" / "replace.toml"
     (["run", SPEC, "--shard", "1/0"], r"--shard: need 1 <= K <= N"),
     (["run", SPEC, "--faults", "bogus"], r"--faults: unknown fault class 'bogus'"),
     (["run", SPEC, "--faults", ""], r"--faults: unknown fault class ''"),
-    (["run", SPEC, "--model", "ext3"], r"--model: invalid choice: 'ext3'"),
+    (["run", SPEC, "--model", "ext3"], r"--model: unknown model 'ext3' "
+     r"\(models: posix, ext4-ordered, ext4-writeback, ext4-journal, xfs, "
+     r"btrfs, or all\)"),
+    (["run", SPEC, "--model", "posix,"], r"--model: unknown model ''"),
+    (["run", SPEC, "--model", "xfs,all"], r"--model: 'all' cannot be part "
+     r"of a list"),
     (["run", SPEC, "--out", "/etc/hostname"], r"--out: '/etc/hostname' is not a directory"),
     (["run", SPEC, "--out", "/proc/nonexistent/x"], r"--out: cannot create"),
     (["run", SPEC, "--keep=1"], r"--keep: ignored explicit argument"),
@@ -875,7 +880,7 @@ def spec_text(**change):
     ({"teaches": '"t"', "tables": '[[expect]]\nverdict = "torn"\nkind = "fire"\n'},
      r"expect\[1\]\.kind: 'fire' is not one of"),
     ({"teaches": '"t"', "tables": '[[expect]]\nverdict = "torn"\nmodel = "ntfs"\n'},
-     r"expect\[1\]\.model: 'ntfs' is not one of"),
+     r"expect\[1\]\.model: unknown model 'ntfs'"),
     ({"teaches": '"t"', "tables": '[[expect]]\nverdict = "torn"\nstrategy = "mmap"\n'},
      r"expect\[1\]\.strategy: 'mmap' is not one of stdio"),
     ({"teaches": '"t"', "tables": '[[expect]]\nverdict = "torn"\nsize = 2\n'},

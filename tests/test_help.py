@@ -97,6 +97,18 @@ def test_help_into_a_closed_pipe_is_quiet():
     assert r.stderr == "", r.stderr
 
 
+def test_help_models_lists_every_model_and_its_policies():
+    from harness.judging import models
+    r = cc("help", "models")
+    assert r.returncode == 0, r.stderr
+    for name in models.MODELS:
+        assert re.search(rf"^  {re.escape(name)} +\S", r.stdout, re.M), name
+        assert re.search(rf"^  {re.escape(name)}:\n    metadata=", r.stdout,
+                         re.M), name
+    assert f"default {','.join(models.DEFAULT)}" in " ".join(r.stdout.split())
+    assert max(len(line) for line in r.stdout.splitlines()) <= 78
+
+
 def test_help_without_topic_and_bad_topic():
     r = cc("help")
     assert r.returncode == 0

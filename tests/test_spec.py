@@ -134,6 +134,27 @@ def test_expect_applies():
     assert e.describe() == "not-durable (kind=powerloss, strategy=stdio)"
 
 
+def test_expect_model_list(tmp_path):
+    """An expectation's model names one model, a comma list (a case of
+    any of them) or all (every case, as if none were given)."""
+    def loaded(model):
+        return S.load(write(tmp_path, changed(expect=[
+            {"verdict": "not-durable", "kind": "powerloss",
+             "model": model}]))).expect[0]
+    one = loaded("xfs")
+    assert one.model == "xfs" and one.applies(kind="powerloss", model="xfs")
+    assert not one.applies(kind="powerloss", model="posix")
+    pair = loaded("btrfs, posix")
+    assert pair.model == "posix,btrfs"
+    assert pair.applies(kind="powerloss", model="btrfs")
+    assert pair.applies(kind="powerloss", model="posix")
+    assert not pair.applies(kind="powerloss", model="ext4-ordered")
+    assert pair.describe() == "not-durable (kind=powerloss, model=posix,btrfs)"
+    every = loaded("all")
+    assert every.model is None
+    assert every.applies(kind="powerloss", model="ext4-journal")
+
+
 def test_expect_call_by_name_and_backend():
     """A call given by name alone applies to any call of that name (the
     syscall backend numbers a program's closes with the loader's), and a
@@ -229,8 +250,13 @@ BAD = [
      "expect[1].verdict", "not one of"),
     ("expect-kind", changed(expect=[{"verdict": "torn", "kind": "eperm"}]),
      "expect[1].kind", "'eperm' is not one of"),
-    ("expect-model", changed(expect=[{"verdict": "torn", "model": "xfs"}]),
-     "expect[1].model", "posix, ext4-ordered"),
+    ("expect-model", changed(expect=[{"verdict": "torn", "model": "zfs"}]),
+     "expect[1].model", "unknown model 'zfs' (models: posix, ext4-ordered"),
+    ("expect-model-list", changed(expect=[{"verdict": "torn",
+                                           "model": "xfs,ext3"}]),
+     "expect[1].model", "unknown model 'ext3'"),
+    ("expect-model-type", changed(expect=[{"verdict": "torn", "model": 4}]),
+     "expect[1].model", "expected a string"),
     ("expect-strategy", changed(expect=[{"verdict": "torn", "strategy": "aio"}]),
      "expect[1].strategy", "not one of stdio"),
     ("expect-strategy-none", changed(

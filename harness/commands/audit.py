@@ -319,7 +319,7 @@ def rerun_argv(args):
         argv.append("--absent")
     if args.backend != "auto":
         argv += ["--backend", args.backend]
-    if args.model != "all":
+    if args.model is not None:
         argv += ["--model", args.model]
     if args.fs is not None:
         argv += ["--fs", args.fs]

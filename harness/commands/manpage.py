@@ -131,8 +131,9 @@ def page():
         loss, and judges after every run whether the old or the new data
         is intact and whether every error was reported. Faults are
         injected by an LD_PRELOAD library in front of libfiu's POSIX
-        preload; power loss is simulated from the recorded calls under a
-        posix and an ext4-ordered model.
+        preload; power loss is simulated from the recorded calls under
+        crash models of posix, ext4 (ordered, writeback, journal), XFS and
+        Btrfs (crashcheck help models).
 
         A program is audited with crashcheck audit; workload specs (TOML)
         are swept with crashcheck run; one program is run by hand under a

@@ -132,8 +132,9 @@ def cmd_replay(args):
                     from None
         settings = sweep.Settings(
             out=work, fs=fs,
-            models=(model,) if model and not realfs.fs_of(model)
-            else sweep.MODELS,
+            models=(model,) if model and not realfs.fs_of(model) else tuple(
+                m for m in run.get("models") or sweep.DEFAULT_MODELS
+                if m in sweep.MODELS) or sweep.DEFAULT_MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
             jobs=1, home=bool((run.get("audit") or {}).get("home")),
             exhaustive=True, sector=_sector(run))

@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import realfs, spec as specmod
 from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
+from ..judging import models
 from . import outdir
 from ..reports import regress
 
@@ -38,9 +39,10 @@ def add_sweep_options(p):
     """Options shared by `run` and `audit`."""
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: results/)")
-    p.add_argument("--model", choices=("posix", "ext4-ordered", "all"),
-                   default="all",
-                   help="crash model(s) for power-loss judging (default: all)")
+    p.add_argument("--model", metavar="MODELS",
+                   help="crash model(s) for power-loss judging: "
+                        f"{', '.join(models.MODELS)}, a comma list, or all "
+                        f"(default: {','.join(models.DEFAULT)})")
     p.add_argument("--fs", choices=realfs.FILESYSTEMS,
                    help="also judge power loss on the real kernel: every "
                         "run on a fresh loop-mounted filesystem of this "
@@ -148,6 +150,17 @@ def _faults(text):
     return ",".join(kinds)
 
 
+def model_arg(text):
+    """--model's models as a comma list (the default's when not given);
+    UsageError naming the problem."""
+    if text is None:
+        return ",".join(models.DEFAULT)
+    try:
+        return ",".join(models.parse(text))
+    except ValueError as e:
+        raise UsageError(f"--model: {e}") from None
+
+
 SECTORS = ("512", "1024", "2048", "4096")
 
 
@@ -223,7 +236,7 @@ def pytest_args(args, spec_paths, out, command):
     argv = ["-p", "harness.engine.plugin", "-p", "no:cacheprovider",
             "--rootdir", str(ROOT), "-c", str(ROOT / "pytest.ini"),
             "-q", str(ROOT / "harness" / "engine" / "sweep_cases.py"),
-            "--cc-out", str(out), "--cc-model", args.model,
+            "--cc-out", str(out), "--cc-model", model_arg(args.model),
             "--cc-faults", _faults(args.faults),
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),

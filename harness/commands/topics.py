@@ -2,15 +2,15 @@
 
 Each topic is a function returning its text, built where it can be from
 the tables the harness itself runs on (the verdicts of the oracle, the
-calls of faults/calls.def), so that the help cannot name a verdict or a
-call the harness does not know. The man page (harness/commands/manpage.py)
+calls of faults/calls.def, the crash models), so that the help cannot
+name a verdict, a call or a model the harness does not know. The man page (harness/commands/manpage.py)
 prints the same topics as sections of its own.
 """
 
 import textwrap
 
 from ..engine import calls as calls_mod
-from ..judging import oracle
+from ..judging import models as models_mod, oracle
 
 # What each verdict means (docs/crash-model.md, "Verdicts"). Only those the
 # oracle gives are shown; a verdict the oracle gives and this table lacks
@@ -89,7 +89,7 @@ def verdicts(width=78):
               caught). A variant is NOT CAUGHT when some expectation is met
               by no case of the run, and fixed only when its sweep is clean;
               an expectation no case of the run applies to (say, an
-              ext4-ordered one under --model posix) is not run, and fails
+              xfs one under the default --model) is not run, and fails
               nothing.""", width),
         "",
         "The contract they are judged by: docs/crash-model.md.",
@@ -151,7 +151,39 @@ def plans(width=78):
     ])
 
 
+def models(width=78):
+    rows = [(m, models_mod.get(m).summary) for m in models_mod.MODELS]
+    policies = []
+    for m in models_mod.MODELS:
+        pol = models_mod.get(m).policies()
+        text = "; ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                         for k, v in pol.items() if v != [])
+        policies.append(f"  {m}:")
+        policies += textwrap.wrap(text, width, initial_indent=" " * 4,
+                                  subsequent_indent=" " * 4,
+                                  break_on_hyphens=False)
+    return "\n".join([
+        _para(f"""A crash model says what a power cut may leave of a
+              program's changes: which are durable after each sync, and
+              in which order the rest may reach the disk. Power-loss cases
+              are judged under each model --model names (one, a comma
+              list, or all; default {','.join(models_mod.DEFAULT)}), and a
+              finding names every model it holds under.""", width),
+        "",
+        *_table(rows, width),
+        "",
+        _para("""Their policies (harness/judging/models/base.py says what
+              each means):""", width),
+        "",
+        *policies,
+        "",
+        _para("""What each persists, in which order, and its sources:
+              docs/crash-model.md, "Filesystem models".""", width),
+    ])
+
+
 TOPICS = {
     "verdicts": ("what each verdict means, caught and not caught", verdicts),
     "plans": ("the plan language, and the calls a plan can name", plans),
+    "models": ("the crash models power loss is judged under", models),
 }

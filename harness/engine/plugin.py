@@ -26,6 +26,7 @@ import pytest
 
 from .. import ROOT, UsageError, tree_path
 from ..commands import outdir
+from ..judging import models
 from ..reports import console, lessons, regress, report, sarif
 from . import contain, pool, realfs, runner, spec as specmod, sweep
 
@@ -41,9 +42,10 @@ def pytest_addoption(parser):
                      "like a spec; repeatable")
     g.addoption("--cc-out", default=str(ROOT / "results"), metavar="DIR",
                 help="results directory (default: results/)")
-    g.addoption("--cc-model", default="all",
-                choices=("posix", "ext4-ordered", "all"),
-                help="crash model(s) for power-loss cases")
+    g.addoption("--cc-model", default=",".join(sweep.DEFAULT_MODELS),
+                metavar="MODELS",
+                help="crash model(s) for power-loss cases: one of "
+                     + ", ".join(sweep.MODELS) + ", a comma list, or all")
     g.addoption("--cc-fs", default=None, choices=realfs.FILESYSTEMS,
                 help="also judge power loss on this real filesystem "
                      "(harness/engine/realfs.py; root only)")
@@ -113,7 +115,10 @@ def settings_from(config):
     for k in kinds:
         if k not in sweep.KINDS:
             raise pytest.UsageError(f"--cc-faults: unknown fault class {k!r}")
-    model = config.getoption("--cc-model")
+    try:
+        model = models.parse(config.getoption("--cc-model"))
+    except ValueError as e:
+        raise pytest.UsageError(f"--cc-model: {e}") from None
     scratch = config.getoption("--cc-scratch")
     if scratch:
         runner.set_scratch_base(scratch)
@@ -122,7 +127,7 @@ def settings_from(config):
         scratch_limit=config.getoption("--cc-scratch-limit"),
         home=config.getoption("--cc-home"),
         out=Path(config.getoption("--cc-out")).resolve(),
-        models=sweep.MODELS if model == "all" else (model,),
+        models=model,
         kinds=kinds,
         jobs=jobs,
         cap=config.getoption("--cc-cap"),
@@ -610,6 +615,7 @@ def write_reports(config, state, results, interrupted):
     """The reports of RESULTS into --cc-out; the buggy-variant
     expectations not caught."""
     results.sort(key=lambda r: sweep.safe_name(r["id"]) + ".json")
+    sweep.name_models(results, config.getoption("--cc-out"))
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
         "expected": len(state.selected) if state.selected is not None

@@ -85,8 +85,11 @@ expect       buggy variants only: list of tables, each one finding the sweep
                          skipped and harness-error, which catch nothing)
                kind      optional: baseline eintr short enospc eio crash
                          powerloss
-               model     optional: posix or ext4-ordered, or a real
-                         kernel's (--fs): ext4-real, xfs-real, btrfs-real
+               model     optional: a crash model (posix, ext4-ordered,
+                         ext4-writeback, ext4-journal, xfs, btrfs), a
+                         comma list of them ("xfs,btrfs": a case of
+                         either), or all; or a real kernel's
+                         (--fs): ext4-real, xfs-real, btrfs-real
                strategy  optional: one of the spec's strategies
                size      optional: one of the spec's sizes
                call      optional: a traced call coordinate as in case
@@ -113,6 +116,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..judging import models as modelsmod
 from ..judging.oracle import FINDINGS, KINDS, MODELS
 from .realfs import MODELS as REAL_MODELS
 
@@ -167,7 +171,7 @@ class Expect:
     """One finding a buggy variant must produce."""
     verdict: str
     kind: str | None = None
-    model: str | None = None
+    model: str | None = None    # "posix", or a comma list: a case of any
     strategy: str | None = None
     size: int | None = None
     call: str | None = None     # "fsync(target.tmp)#1": the case's call coordinate; "close": any
@@ -177,8 +181,10 @@ class Expect:
                 call=None, backend=None):
         """True when every coordinate this entry restricts equals the
         case's (a call given by name alone: any call of that name)."""
-        case = {"kind": kind, "model": model, "strategy": strategy,
-                "size": size, "backend": backend}
+        if self.model is not None and model not in self.model.split(","):
+            return False
+        case = {"kind": kind, "strategy": strategy, "size": size,
+                "backend": backend}
         if self.call is not None and self.call != call and (
                 "#" in self.call or not call
                 or call.partition("#")[0].partition("(")[0] != self.call):
@@ -474,8 +480,16 @@ def _parse_expect(c, where, entry, strategies, sizes):
     if "kind" in entry:
         kind = c.choice(f"{where}.kind", entry["kind"], KINDS)
     if "model" in entry:
-        model = c.choice(f"{where}.model", entry["model"],
-                         MODELS + REAL_MODELS)
+        text = c.string(f"{where}.model", entry["model"])
+        if text in REAL_MODELS:
+            model = text
+        else:
+            try:
+                names = modelsmod.parse(text)
+            except ValueError as e:
+                c.fail(f"{where}.model", f"{e}; or a real kernel's: "
+                                         f"{', '.join(REAL_MODELS)}")
+            model = None if names == MODELS else ",".join(names)
     if "strategy" in entry:
         if not strategies:
             c.fail(f"{where}.strategy", "the spec has no strategies")

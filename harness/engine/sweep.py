@@ -14,6 +14,7 @@ gets it. Both sides share only the work directory on disk.
 """
 
 import errno
+import fcntl
 import functools
 import hashlib
 import itertools
@@ -32,11 +33,13 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
 from . import backend as backend_mod, calls, coords, fullfs, pool, realfs, runner, trace
-from ..judging import causes, explorer, oracle, payload, symbols
+from ..judging import causes, explorer, models, oracle, payload, symbols
 
-# The fault classes and the crash models, as the oracle defines them.
+# The fault classes and the crash models, as the oracle defines them; a
+# sweep not told which models judges under DEFAULT_MODELS.
 KINDS = oracle.KINDS
 MODELS = oracle.MODELS
+DEFAULT_MODELS = models.DEFAULT
 
 # Names inside a run's scratch directory. The program runs in WORK with
 # the target named TARGET there, so its messages and our reports show
@@ -75,7 +78,7 @@ SAMPLE = 3
 class Settings:
     """What one sweep is asked to do (command-line options)."""
     out: Path                                   # results directory
-    models: tuple = MODELS
+    models: tuple = DEFAULT_MODELS
     kinds: tuple = KINDS
     jobs: int = os.cpu_count() or 1
     cap: int = 64                               # crash states per crash point
@@ -1405,6 +1408,37 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     return cases
 
 
+def name_models(results, outdir=None):
+    """Name in each power-loss result the models under which its crash
+    point gives its verdict: its own and those of the same point's cases
+    under the sweep's other models ("models" of results.json), in its
+    case directory's result.json too (under OUTDIR's parent)."""
+    points = {}
+    for r in results:
+        if r.get("kind") == "powerloss" and r.get("model") and \
+                r["id"].endswith("-" + r["model"]):
+            key = r["id"][:-len(r["model"]) - 1]
+            points.setdefault(key, []).append(r)
+    for group in points.values():
+        for r in group:
+            named = [m for m in MODELS if any(
+                o["model"] == m and o["verdict"] == r["verdict"]
+                for o in group)]
+            if named == r.get("models"):
+                continue
+            r["models"] = named
+            if r.get("dir") and outdir is not None:
+                path = Path(outdir).parent / r["dir"] / "result.json"
+                try:
+                    with open(path) as fh:
+                        saved = json.load(fh)
+                    saved["models"] = named
+                    with open(path, "w") as fh:
+                        json.dump(saved, fh, indent=1, sort_keys=True)
+                except (OSError, ValueError):
+                    pass        # results.json says it; the directory is aside
+
+
 def no_change(rec):
     """A call that failed and so changed nothing: no data, no name, and
     no error a later sync would report (a sync that failed with EIO or
@@ -1432,7 +1466,7 @@ def is_crash_point(rec, workdir, table):
     have changed the work directory (one on a path in it, or a sync),
     not one that failed and so changed nothing, and not one elsewhere,
     after which the states are those of the call before (but a sync of
-    any file: under ext4-ordered it commits the one journal)."""
+    any file: under a journal it commits what was logged before it)."""
     if no_change(rec):
         return False
     c = table.get(rec["call"])
@@ -2059,7 +2093,20 @@ class Judge:
     def check(self, combo, directory, expect, cache=True):
         """The checker's answer for DIRECTORY (a run's work directory),
         with CRASHCHECK_EXPECT=EXPECT; once per distinct content of the
-        directory (tree_digest), unless not cache."""
+        directory (tree_digest), unless not cache (a crash state's own
+        directory). One checker at a time in a run's directory: the
+        power-loss cases of one combo, each under its model in its own
+        worker, check the baseline's, and a checker that locks its
+        database (LevelDB's LOCK) fails beside another. The lock file
+        lies beside the directory, in the run's scratch."""
+        if not cache:
+            return self._check(combo, directory, expect, cache)
+        with open(Path(directory).parent / (Path(directory).name
+                                            + ".check-lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._check(combo, directory, expect, cache)
+
+    def _check(self, combo, directory, expect, cache):
         key = None
         if cache:
             key = ("d", tree_digest(directory))
@@ -2671,12 +2718,14 @@ class Judge:
             return self.result(case, combo, oracle.Verdict(
                 "harness-error", astray, ASTRAY_WHY), out, states=0,
                 keep=keep)
-        judged, model, states = 0, None, []
+        judged, model, states, under = 0, None, [], None
         # A program that claims success is also judged at its after-exit
         # crash point, under each model: that is where a retried fsync or
         # a missing directory fsync shows, and whether an error the
         # program did not check cost data (unreported-error) or not
-        # (ignored-error). The first model that finds more decides.
+        # (ignored-error). The first model that finds more decides; the
+        # others are judged too, to name every model the verdict holds
+        # under (UNDER).
         if verdict.verdict in QUIET and run.status == 0:
             records = out.for_exit()
             if thin and not thin_unread(records):
@@ -2695,10 +2744,12 @@ class Judge:
                 return None
             facts["calls"] = call_names(records)
             first = None
+            found = {}
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
                 judged += len(states)
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+                found[m] = verdict.verdict
                 if first is None:
                     first = (verdict, states)
                 if verdict.verdict not in QUIET:
@@ -2707,6 +2758,17 @@ class Judge:
             else:
                 if first is not None:
                     verdict, states = first
+            if model is not None:
+                held = self.last_states
+                for m in self.settings.models:
+                    if m not in found:
+                        found[m] = oracle.judge(oracle.Outcome(
+                            crash_states=self.states(
+                                combo, [exits[m]], only_after_exit=True),
+                            **facts)).verdict
+                self.last_states = held
+            under = [m for m in self.settings.models
+                     if found.get(m) == verdict.verdict]
             if thin and not verdict.ok:
                 return None
             if verdict.verdict == "unreported-error" and verdict.state and \
@@ -2722,14 +2784,18 @@ class Judge:
                 facts["fault_on_data_path"] = False
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
         return self.result(case, combo, verdict, out, states=judged,
-                           model=model, keep=keep)
+                           model=model, keep=keep, under=under)
 
     def result(self, case, combo, verdict, out, states, model=None, keep=False,
-               upto=None):
+               upto=None, under=None):
         """The case's entry of results.json (docs/design.md), and for a
         finding (or with --keep) its directory under results/cases/.
         UPTO is the seq of a power-loss case's crash point: the deciding
-        call of its state was made at or before it."""
+        call of its state was made at or before it. UNDER: the models of
+        the sweep the verdict holds under, when it came from crash states
+        (a power-loss case's own model, until write_reports names the
+        others); by default every model of the sweep, the verdict owing
+        nothing to one."""
         spec = combo.spec
         expected = [e for e in spec.expect if e.applies(
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
@@ -2770,6 +2836,9 @@ class Judge:
             "plan": case.plan,
             "call": case.call,
             "model": case.model or model,
+            "models": list(under if under is not None else
+                           (case.model,) if case.model else
+                           self.settings.models),
             "states": states,
             "seed": self.settings.seed,
             "verdict": verdict.verdict,
@@ -2781,7 +2850,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": on_fs(reproduce(spec, case, self.settings.backend),
+            "reproduce": on_fs(reproduce(spec, case, self.settings.backend,
+                                         self.settings.models),
                                spec, self.settings.fs),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
@@ -3099,14 +3169,15 @@ def expect_dict(e):
     return {k: v for k, v in e.__dict__.items() if v is not None}
 
 
-def reproduce(spec, case, backend="auto"):
+def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
     """One command that reruns this case alone (with the --backend the
-    sweep was given, unless auto: auto decides as it did)."""
+    sweep was given, unless auto: auto decides as it did; with the
+    --model that makes the case again: its own model when it is not a
+    default one, else the sweep's MODELS when they are not the
+    default)."""
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
-    if backend != "auto":
-        return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))
     if hit is None or hit[0] is not spec:
         if INSTALLED:               # the tree is not the user's directory
@@ -3119,7 +3190,18 @@ def reproduce(spec, case, backend="auto"):
                 path = spec.path.resolve()
                 prog = str(ROOT / "scripts" / "crashcheck")
         hit = _RERUN[id(spec)] = (spec, f"{prog} run {path}")
-    return f"{hit[1]} --case '{case.id}'"
+    command = f"{hit[1]} --case '{case.id}'"
+    if case.model is not None:
+        # a real kernel's case (--fs) is made again by on_fs's --fs
+        want = () if case.model in DEFAULT_MODELS \
+            or realfs.fs_of(case.model) else (case.model,)
+    else:
+        want = () if tuple(models) == DEFAULT_MODELS else tuple(models)
+    if want:
+        command += f" --model {','.join(want)}"
+    if backend != "auto":
+        command += f" --backend {backend}"
+    return command
 
 
 _RERUN = {}     # id(spec) -> (spec, "scripts/crashcheck run SPEC"): resolved once
@@ -3273,8 +3355,8 @@ def _expectations(specs, results):
 def uncaught(specs, results):
     """One line per expectation of a buggy variant that no case met, e.g.
     'no-fsync: expected not-durable (kind=powerloss), got only ok'. An
-    expectation no case of the run applies to (an ext4-ordered one under
-    --model posix) was not run, and is not listed (not_run)."""
+    expectation no case of the run applies to (an xfs one under the
+    default models) was not run, and is not listed (not_run)."""
     lines = []
     for spec, e, mine in _expectations(specs, results):
         if not mine or any(r["verdict"] == e.verdict for r in mine):

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from ..judging import explorer, payload
+from ..judging import explorer
 from . import calls, contain, coords, pool, realfs, runner, spec as specmod, sweep
 
 
@@ -74,17 +74,12 @@ CORPUS = sorted((ROOT / "workloads" / "specs").glob("*.toml")) + \
 # payloads up to this many bytes (a spec's larger ones add time, not cases)
 MAX_SIZE = 65537
 
-# Past this many choices at one point a model's states are not
-# enumerated, and its answer there is "undecided" (never a pass).
-ENUMERATE_LIMIT = 1 << 14
-
-
 # ------------------------------------------------------------ the models
 
 @dataclass
 class Answer:
-    admitted: bool | None   # None: undecided (the space is too large)
-    count: int | None       # the states the model allows at the point
+    admitted: bool | None   # None: undecided (the explorer refused the trace)
+    count: int | None       # at most this many states the model allows there
     detail: str = ""        # what it did not allow, when it did not
 
 
@@ -92,110 +87,17 @@ def available_models():
     return explorer.MODELS
 
 
-def admits(records, snapdir, model, tree, old=None, new=None):
+def admits(records, snapdir, model, tree):
     """Whether MODEL allows the tree TREE (realfs.read_tree's) after the
     last record of RECORDS (with SNAPDIR's snapshots), after the
     program's exit: the kernel closed what it left open, killed or not.
-    The model's whole set of states is enumerated (with 4096-byte
-    atomic writes); OLD and NEW, the payloads, name what a file holds in
-    the detail of a refusal."""
-    blobs, recs = explorer._setup(records, snapdir, None, 1, 0, None)
-    world = explorer._World(model, blobs, recs[0])
-    for rec in recs[1:]:
-        if rec["ev"] == "init":
-            world.snapshot(rec)
-        elif rec["ev"] == "call":
-            world.call(rec)
-    world.exit()
-    dg = explorer._Digests()
-    space = explorer._Space(world, dg, explorer.BLOCK)
-    if space.trivial():
-        choices = [(space._none_dir(), ())]
-        size = 1
-    else:
-        size = space.size()
-        if size > ENUMERATE_LIMIT:
-            return Answer(None, None, f"{size} choices at this point: not "
-                          f"enumerated (more than {ENUMERATE_LIMIT})")
-        choices = space.every()
+    Decided exactly by the model's own constraints (explorer.admits,
+    4096-byte atomic writes); the count is the explorer's upper bound on
+    the states the model allows there."""
     files, dirs, links = tree
-    want = {p: explorer._Recipe(d, d, frozenset(), len(d)).digest(dg)
-            for p, d in files.items()}
-    keys = set()
-    found = False
-    # per path, the digests (None: absent) the model's states give it,
-    # with the bytes of the first few, for the detail (a 64 KiB file has
-    # thousands of contents, and all of them took gigabytes)
-    seen = {}
-    for choice in choices:
-        (_, _, sdirs, slinks), sfiles = space.build(choice)
-        key = (tuple(sorted((p, d) for p, (_, d) in sfiles.items())),
-               tuple(sorted(sdirs)), tuple(sorted(slinks.items())))
-        if key in keys:
-            continue
-        keys.add(key)
-        if not found and set(sdirs) == set(dirs) and slinks == links and \
-                {p: d for p, (_, d) in sfiles.items()} == want:
-            found = True
-        for p in set(want) | set(sfiles):
-            got = sfiles.get(p)
-            bucket = seen.setdefault(p, {})
-            d = got[1] if got else None
-            if d not in bucket:
-                bucket[d] = got[0].build() if got and len(bucket) < 2 * SHOWN \
-                    else None if not got else _UNKEPT
-        for p in set(dirs) | set(sdirs):
-            seen.setdefault(p + "/", {}).setdefault(p in sdirs, p in sdirs)
-    if found:
-        return Answer(True, len(keys))
-    return Answer(False, len(keys), _refusal(want, files, dirs, links,
-                                              seen, old, new))
-
-
-# of the contents a model gives a file, those a refusal names
-SHOWN = 4
-
-
-_UNKEPT = object()     # a content a model gives, not kept
-
-
-def _what(data, old, new):
-    if data is _UNKEPT:
-        return "another content"
-    if data is None:
-        return "absent"
-    if old is not None and new is not None:
-        return payload.describe(data, old, new)
-    return f"{len(data)} bytes"
-
-
-def _refusal(want, files, dirs, links, seen, old, new):
-    """Which files of the real tree no state of the model gives as they
-    are; else that each is allowed alone, not together."""
-    parts = []
-    for p in sorted(set(want) | {k for k in seen if not k.endswith("/")}):
-        bucket = seen.get(p, {None: None})
-        if want.get(p) not in bucket:
-            shown = sorted(_what(b, old, new) for b in bucket.values()
-                           if b is not _UNKEPT)
-            shown += ["another content"] * (len(bucket) - len(shown))
-            allowed = "; ".join(shown[:SHOWN]) + (
-                f"; and {len(shown) - SHOWN} more" if len(shown) > SHOWN else "")
-            parts.append(f"'{p}' is {_what(files.get(p), old, new)}, which "
-                         f"no state of the model gives it (it gives: "
-                         f"{allowed})")
-    for d in sorted(set(dirs) | {k[:-1] for k in seen if k.endswith("/")}):
-        bucket = seen.get(d + "/", {False: False})
-        if (d in dirs) not in bucket:
-            parts.append(f"the directory '{d}' is "
-                         f"{'there' if d in dirs else 'absent'}, which no "
-                         f"state of the model allows")
-    if not parts:
-        parts.append("each file is one the model allows, but no state has "
-                     "them together: " + "; ".join(
-                         f"'{p}' {_what(files[p], old, new)}"
-                         for p in sorted(files)))
-    return "; ".join(parts)
+    v = explorer.admits(records, snapdir, "exit", model, files, dirs=dirs,
+                        links=links)
+    return Answer(bool(v.admitted), v.states, v.reason or "")
 
 
 # ------------------------------------------------------------ variations
@@ -319,7 +221,6 @@ def _unit(item):
     config = BY_NAME[name]
     settings = plan.settings[name]
     combo = plan.combos[prefix]
-    old, new = sweep.contents(combo)
     scratch = Path(tempfile.mkdtemp(prefix="unit-", dir=plan.root))
     res = {"config": name, "combo": prefix, "point": coord,
            "variation": variation}
@@ -349,7 +250,7 @@ def _unit(item):
             if model not in available_models():
                 continue
             try:
-                a = admits(records, base.snapdir, model, tree, old, new)
+                a = admits(records, base.snapdir, model, tree)
             except explorer.ExplorerError as e:
                 a = Answer(None, None, f"the explorer refused the trace: {e}")
             res["models"][model] = a.__dict__

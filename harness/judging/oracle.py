@@ -92,6 +92,7 @@ import signal as signal_mod
 from dataclasses import dataclass, field
 
 from . import payload
+from . import models as _models
 from .explorer import RULE_IN_PLACE, RULE_ONE_RENAME
 
 # the explorer's words where a crash state shows the same defect: the
@@ -113,7 +114,7 @@ FINDINGS = tuple(v for v in VERDICTS if v not in ("ok", "skipped", "harness-erro
 KINDS = ("baseline", "eintr", "short", "enospc", "eio", "crash", "powerloss")
 HARD = ("enospc", "eio")
 TRANSIENT = ("eintr", "short")
-MODELS = ("posix", "ext4-ordered")
+MODELS = _models.MODELS
 # "tree": a directory the program works in, judged by its checker alone
 CONTRACTS = ("atomic", "in-place", "check", "tree")
 CHECKED = ("check", "tree")

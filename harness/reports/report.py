@@ -1036,6 +1036,14 @@ def _defect_cases(defect, by_id):
     return sorted(members, key=lambda c: (STATUSES.index(status(c)), c["id"]))
 
 
+def models_note(case):
+    """" (under posix, xfs)": the crash models a finding judged by crash
+    states holds under ("models" of results.json), or ""."""
+    if case.get("model") and case.get("models"):
+        return f" (under {', '.join(case['models'])})"
+    return ""
+
+
 def console_lines(cases, summary, per_defect=10):
     """The short story of a run's findings for a terminal: each failing
     defect on one line with how many cases it was seen in, then up to
@@ -1052,7 +1060,8 @@ def console_lines(cases, summary, per_defect=10):
                      f"{plural(d['cases'], 'case')}")
         members = [c for c in _defect_cases(d, by_id) if not c["passed"]]
         for c in members[:per_defect]:
-            lines.append(f"  FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            lines.append(f"  FINDING {c['id']}: {c['verdict']}: "
+                         f"{c.get('finding') or ''}{models_note(c)}")
             why = first_sentence(c.get("explanation"))
             if why:
                 lines.append(f"    why: {why}")
@@ -1064,7 +1073,8 @@ def console_lines(cases, summary, per_defect=10):
         shown.update(d["ids"])
     for c in sorted(cases, key=lambda c: c["id"]):
         if not c["passed"] and c["id"] not in shown:
-            lines.append(f"FINDING {c['id']}: {c['verdict']}: {c.get('finding') or ''}")
+            lines.append(f"FINDING {c['id']}: {c['verdict']}: "
+                         f"{c.get('finding') or ''}{models_note(c)}")
             why = first_sentence(c.get("explanation"))
             if why:
                 lines.append(f"  why: {why}")
@@ -1319,6 +1329,7 @@ def _md_case_line(case):
                  + ")")
     if case.get("finding"):
         line += ": " + md_text(case["finding"])
+    line += md_text(models_note(case))
     if case.get("reproduce"):
         inline, block = md_command(case["reproduce"])
         line += " — reproduce " + inline if block else " — " + inline
@@ -1629,6 +1640,8 @@ def _case_html(case, anchor=False):
              ("plan", case.get("plan")),
              ("target call", case.get("call")),
              ("model", model_text(case.get("model"))),
+             ("the verdict holds under", ", ".join(case.get("models") or [])
+              if case.get("model") else None),
              ("crash states", case.get("states") or None),
              # the sweep also records which crash state decided the verdict
              ("deciding state", case.get("state") or None),

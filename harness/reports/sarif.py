@@ -141,6 +141,7 @@ def sarif(cases, summary):
                  "crashcheckCase/v1": f"{c['id']}:{c['verdict']}"},
              "properties": {"case": c["id"], "kind": c.get("kind"),
                             "model": c.get("model"),
+                            "models": c.get("models") or [],
                             "reproduce": c.get("reproduce", "")}}
         if c.get("baseline") == "known":
             r["baselineState"] = "unchanged"

@@ -1,0 +1,38 @@
+"""ext4-writeback: ext4 mounted data=writeback (delalloc and
+auto_da_alloc still on).
+
+Metadata goes through the journal as in data=ordered, but data is not
+ordered with it: a size (or the allocation a rename or truncation
+triggers) can commit before the data it covers. On kernels since 5.6
+buffered write-back allocates unwritten extents (dioread_nolock is the
+default), so such blocks read as zeros rather than the stale blocks
+the documentation warns of."""
+
+from . import base
+
+
+class Ext4Writeback(base.Model):
+    name = "ext4-writeback"
+    summary = ("ext4 data=writeback: metadata in one journal, data not "
+               "ordered with it: a committed size can read as zeros")
+    metadata = base.JOURNAL
+    file_sync = base.LOG_TO_FILE
+    dir_sync = base.LOG_TO_DIR
+    overwrite = base.INDEPENDENT
+    append = base.ZERO_FILL
+    replace_alloc = frozenset((base.RENAME, base.TRUNCATE))
+    torn_sectors = True
+    failed_sync = base.PAGE
+    sources = (
+        "Documentation/admin-guide/ext4.rst: data=writeback does not "
+        "preserve data ordering, data may reach the disk after its "
+        "metadata is committed; auto_da_alloc orders the replaced file's "
+        "data only in data=ordered",
+        "Pillai et al., OSDI 2014 (ALICE): appends in ext4-writeback are "
+        "not atomic and not ordered before a rename",
+        "ext4 dioread_nolock (default since Linux 5.6): write-back "
+        "allocates unwritten extents, which read as zeros until written",
+    )
+
+
+MODEL = Ext4Writeback()
