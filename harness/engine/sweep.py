@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
 from . import backend as backend_mod, calls, coords, fullfs, pool, runner, trace
-from ..judging import causes, explorer, oracle, payload, symbols
+from ..judging import causes, explorer, oracle, payload, properties, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
 KINDS = oracle.KINDS
@@ -91,6 +91,7 @@ class Settings:
     backend: str = "auto"                       # auto, preload or syscall (backend.py)
     exhaustive: bool = False                    # every call and crash point, no sampling
     sample: int = SAMPLE                        # cases sampled inside a group (select)
+    fail_on: str | None = None                  # --fail-on; None: each spec's
 
     @property
     def work_link(self):
@@ -1502,10 +1503,18 @@ def fault_retried(faulted, calls_after):
         # short write, and none of them is its retry
         return tuple(b'"%s":%d' % (k.encode(), r[k]) for k in
                      ("off", "len", "ino") if type(r.get(k)) is int)
-    return all(any(same(r, later) and later.get("ret", -1) >= 0
-                   and not later.get("fault")
-                   for later in calls_after(r, needles(r)))
-               for r in faulted)
+    def retried(r):
+        for later in calls_after(r, needles(r)):
+            if r["call"] in SYNC_CALLS and causes.changes_data(later) and \
+                    later.get("ino") == r.get("ino") and later.get("ret", -1) >= 0:
+                # written again before it was synced again: a sync of
+                # rewritten data (tdb cancelling its transaction puts the
+                # old pages back), not a retry of the dropped ones
+                return False
+            if same(r, later) and later.get("ret", -1) >= 0 and not later.get("fault"):
+                return True
+        return False
+    return all(retried(r) for r in faulted)
 
 
 def data_path_hit(faulted, out):
@@ -1550,6 +1559,48 @@ def call_names(records):
             if flags and ("O_SYNC" in flags or "O_DSYNC" in flags):
                 names.update(f for f in flags if f in ("O_SYNC", "O_DSYNC"))
     return frozenset(names)
+
+
+SYNC_CALLS = frozenset(("fsync", "fdatasync", "msync"))
+SYNC_ALL = frozenset(("sync", "syncfs"))
+
+
+def synced_names(records, workdir, after=None):
+    """The names (relative to WORKDIR, "." for it) that a call of RECORDS
+    after seq AFTER synced successfully: a file's fsync, fdatasync or
+    msync, a directory's fsync; "*" for a sync of everything (sync,
+    syncfs)."""
+    base = str(workdir)
+    names = set()
+    for r in trace.calls(records):
+        if (after is not None and r["seq"] <= after) or r.get("ret", -1) < 0:
+            continue
+        if r["call"] in SYNC_ALL:
+            names.add("*")
+        elif r["call"] in SYNC_CALLS and r.get("path") and (
+                r["call"] != "msync" or "MS_SYNC" in (r.get("flags") or ())):
+            path = r["path"]
+            if path == base or path.startswith(base.rstrip("/") + "/"):
+                names.add(os.path.relpath(path, base))
+    return frozenset(names)
+
+
+def eintr_possible(faulted, workdir):
+    """Whether the EINTR a case injected could have happened where the
+    program ran: False when every call it fired on wrote a regular file
+    of the work directory (local) while no signal handler lacked
+    SA_RESTART (the trace's "intr", faults/record.c); True when one of
+    them says otherwise or the trace does not say."""
+    base = str(workdir).rstrip("/") + "/"
+    hits = [r for r in trace.calls(faulted)
+            if (r.get("fault") or {}).get("action") == "EINTR"]
+    if not hits:
+        return True
+    for r in hits:
+        if r.get("intr") != [] or r.get("dir") or \
+                not str(r.get("path") or "").startswith(base):
+            return True
+    return False
 
 
 # The verdicts of a run that claims success before its after-exit crash
@@ -1963,7 +2014,11 @@ class Judge:
                 target_name=target_name(combo.spec),
                 target_renamed=renamed is not None and renamed <= point.seq,
                 target_removed=removed is not None and removed <= point.seq,
-                calls=self.baseline_calls(combo, out), **base))
+                calls=self.baseline_calls(combo, out),
+                order=causes.History(out.records, str(out.workdir), point.seq),
+                synced_after=frozenset(
+                    name for seq, name in self.baseline_sync_seqs(combo, out)
+                    if seq > point.seq), **base))
             return self.result(case, combo, verdict, out, states=len(st),
                                 keep=False, upto=point.seq)
         if case.kind == "baseline":
@@ -2269,7 +2324,9 @@ class Judge:
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
                 r["ev"] == "crash" for r in faulted),
-            timeout=timeout_of(combo, self.settings),
+            timeout=run.extra.get("limit", timeout_of(combo, self.settings)),
+            limit_state=run.extra.get("limit_state", ""),
+            eintr_possible=eintr_possible(faulted, out.workdir),
             target_name=target_name(combo.spec),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
@@ -2310,6 +2367,10 @@ class Judge:
                     raise
                 return None
             facts["calls"] = call_names(records)
+            facts["order"] = causes.History(records, str(out.workdir))
+            if case.kind in oracle.HARD:
+                facts["skipped_syncs"] = self.baseline_syncs(combo) - \
+                    synced_names(records, out.workdir)
             first = None
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
@@ -2325,7 +2386,8 @@ class Judge:
                     verdict, states = first
             if thin and not verdict.ok:
                 return None
-            if verdict.verdict == "unreported-error" and verdict.state and \
+            if verdict.state and (verdict.verdict == "unreported-error" or
+                                  case.kind == "eintr") and \
                     self.baseline_at_risk(combo):
                 # the baseline loses the data the same way: that defect,
                 # not the fault's
@@ -2337,8 +2399,96 @@ class Judge:
                 # its failure could not lose it, off the data path
                 facts["fault_on_data_path"] = False
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+        elif verdict.ok and run.status not in (0, None) and \
+                self.failure_left_pending(case, combo, out, faulted):
+            # A program that reported its failure must still leave old or
+            # new in every state a power cut after its exit can leave
+            # (crash-model.md): a file whose fsync failed renamed over the
+            # target, then exit 1, is torn.
+            if lite or thin:
+                return None
+            records = out.records
+            exits = explorer.explore_exit(
+                records, out.snapdir, self.settings.models,
+                target_name(combo.spec), cap=self.settings.cap,
+                seed=self.settings.seed, exit_ok=False, blob_cache=out.blobs,
+                sector=self.sector(combo))
+            facts["calls"] = call_names(records)
+            facts["order"] = causes.History(records, str(out.workdir))
+            for m in self.settings.models:
+                states = self.states(combo, [exits[m]], only_after_exit=True)
+                judged += len(states)
+                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+                if not verdict.ok:
+                    model = m
+                    break
         return self.result(case, combo, verdict, out, states=judged,
                            model=model, keep=keep)
+
+    def failure_left_pending(self, case, combo, out, faulted):
+        """Whether a run that exited non-zero may have left a state after
+        its exit that no crash state before its fault shows: under an
+        atomic contract, it changed the target (renamed a file over it,
+        removed it, wrote it); under a checker, it changed a name or a
+        file after its fault fired. Under in-place any content is
+        acceptable after a reported failure. The explored states are
+        built from the whole trace: a lite run is run again."""
+        contract = combo.spec.contract
+        if contract == "in-place" or case.kind not in oracle.HARD:
+            return False
+        if contract in ("check", "tree"):
+            first = next((r["seq"] for r in trace.calls(faulted)
+                          if r.get("fault")), None)
+            return first is not None and any(
+                r["seq"] > first and r.get("ret", -1) >= 0
+                and (causes.changes_data(r) or r["call"] in causes.RENAME_CALLS
+                     or r["call"] in causes.UNLINK_CALLS
+                     or r["call"] in causes.LINK_CALLS)
+                and touches(r, out.workdir)
+                for r in trace.calls(out.records))
+        renamed, removed = self.target_history(case, combo, out)
+        return renamed or removed or self.target_written(case, combo, out)
+
+    def target_written(self, case, combo, out):
+        """Whether the run wrote into the target's own inode (or truncated
+        it): in OUT's trace, and for a lite run in its baseline's before
+        the faulted call."""
+        name = target_name(combo.spec)
+        if name is None:
+            return False
+        parts = [(out.records, str(out.workdir), None)]
+        if out.trace_from is not None:
+            baseline = load_run(self.work / combo.prefix)
+            parts.append((baseline.records, str(baseline.workdir), case.at))
+        for records, base, before in parts:
+            start = (causes.start_tree(records) or {}).get(name)
+            for r in trace.calls(records):
+                if (before is not None and r["seq"] >= before) or r.get("ret", -1) < 0:
+                    continue
+                mine = (start is not None and r.get("ino") == start) or \
+                    causes.named(r.get("path"), name, base)
+                if mine and (causes.changes_data(r) or "O_TRUNC" in
+                             (r.get("flags") or ())):
+                    return True
+        return False
+
+    def baseline_sync_seqs(self, combo, out):
+        """(seq, name) of every successful sync in the combo's baseline
+        OUT (synced_names, call by call), once per process."""
+        key = ("sync-seqs", combo.prefix)
+        if key not in self._calls:
+            self._calls[key] = [
+                (r["seq"], name) for r in trace.calls(out.records)
+                for name in synced_names([r], out.workdir)]
+        return self._calls[key]
+
+    def baseline_syncs(self, combo):
+        """synced_names() of the combo's baseline, once per process."""
+        key = ("syncs", combo.prefix)
+        if key not in self._calls:
+            out = load_run(self.work / combo.prefix)
+            self._calls[key] = synced_names(out.records, out.workdir)
+        return self._calls[key]
 
     def result(self, case, combo, verdict, out, states, model=None, keep=False,
                upto=None):
@@ -2351,12 +2501,17 @@ class Judge:
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
             size=combo.size, call=case.call or None, backend=case.backend)]
         finding = verdict.verdict not in ("ok", "skipped")
+        # the sweep's own harness errors are not the oracle's: no severity
+        sev = verdict.severity or properties.severity(verdict.verdict)
         if verdict.verdict == "harness-error":
             passed = False
         elif not finding:
             passed = True
         else:
-            passed = any(e.verdict == verdict.verdict for e in expected)
+            # a finding fails unless a buggy variant expects it, or it is
+            # a warning and the run fails on errors only
+            passed = any(e.verdict == verdict.verdict for e in expected) or \
+                not properties.fails(sev, self.settings.fail_on or spec.fail_on)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
         excerpt = []
@@ -2389,6 +2544,9 @@ class Judge:
             "states": states,
             "seed": self.settings.seed,
             "verdict": verdict.verdict,
+            "severity": sev or None,
+            "property": verdict.cause.prop or None
+            if verdict.cause is not None else None,
             "passed": passed,
             "expected": [expect_dict(e) for e in expected],
             "finding": text,

@@ -60,12 +60,19 @@ def changes_data(rec):
     return _cls(name) == "C_DATA"
 
 
+# Preallocation: a program whose posix_fallocate or fallocate fails can
+# write the data all the same (tdb falls back to pwrite), and one that
+# cannot fails at its write; the trace does not carry fallocate's mode,
+# and the outcome (contract, crash states) catches a hole punched and lost
+PREALLOC_CALLS = frozenset(("posix_fallocate", "fallocate"))
+
+
 def on_data_path(rec, records):
     """Whether the faulted call REC could lose or corrupt data. RECORDS
     is the run's trace (the records before REC are read for a close)."""
     name = rec.get("call")
-    if name in OPEN_CALLS:
-        return False                # an open the program can fall back from
+    if name in OPEN_CALLS or name in PREALLOC_CALLS:
+        return False                # calls the program can fall back from
     if name in SYNC_CALLS:
         return True
     if name in CLOSE_CALLS or name in STREAM_CALLS:
@@ -287,8 +294,8 @@ def describe(workload, verdict, cause, rec, base=None, location=None,
         site = f"{kind} {coords.pattern(file, globs)}"
     key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
                          .encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    entry = {"key": key, "rule": cause.rule, "call": call, "file": file,
-             "site": site}
+    entry = {"key": key, "rule": cause.rule, "property": cause.prop or None,
+             "call": call, "file": file, "site": site}
     return entry, location
 
 
@@ -308,3 +315,100 @@ def title(case):
         where.append(f"at {loc['text']}")
     text = f"{case['verdict']}: {cause.get('rule') or case.get('finding', '')}"
     return text + (f" ({' '.join(where)})" if where else "")
+
+
+# ------------------------------------------------------------------ ordering
+
+# changes that are a file's data, and those a state's account gives
+# without a call of their own (ext4's forced write-out at a rename)
+_DATA_KINDS = frozenset(("data", "blocks", "size", "torn", "truncate"))
+_NO_CALL = frozenset(("flush",))
+
+
+class History:
+    """The calls behind a crash state's changes, in the order the program
+    made them: whether a state kept a change made after one it lost (an
+    ordering the program needed and did not enforce: a rename before the
+    data it names, a ref before the objects it points to).
+
+    RECORDS is the trace the states were built from, BASE the work
+    directory, UPTO the seq of the crash point (None: every record)."""
+
+    def __init__(self, records, base, upto=None):
+        self._all, self.upto = records, upto
+        self._records = None        # filtered on first use: most states
+        self.base = base            # judged never ask
+        self._seqs = {}
+
+    @property
+    def records(self):
+        if self._records is None:
+            self._records = [r for r in _calls(self._all)
+                             if self.upto is None or r["seq"] <= self.upto]
+        return self._records
+
+    def seq_of(self, kind, name):
+        """The seq of the call that made the change (KIND, NAME), or None
+        when the trace does not show it."""
+        key = (kind, name)
+        if key not in self._seqs:
+            want = "data" if kind in _DATA_KINDS else kind
+            from .oracle import Cause
+            rec = deciding_record(Cause("", change=(want, name)), self.records,
+                                  base=self.base)
+            self._seqs[key] = rec["seq"] if rec is not None else None
+        return self._seqs[key]
+
+    def later(self, st):
+        """((kind, name, detail) lost, (kind, name, detail) kept): a change
+        the state lost, and a change made after it that the state kept
+        (persisted, or durable already: a name the state did not lose),
+        or None when every change made after each lost one was lost too."""
+        lost = [_fields(c) for c in getattr(st, "lost", None) or ()]
+        gone = {(c[0] in _DATA_KINDS, c[1]) for c in lost}
+        for c in lost:
+            if c[0] in _NO_CALL or c[0] == "sync-failure":
+                continue
+            seq = self.seq_of(c[0], c[1])
+            if seq is None:
+                continue
+            for r in self.records:
+                if r["seq"] <= seq or r.get("ret", -1) < 0:
+                    continue
+                kept = self._change(r)
+                if kept is None or (kept[0] == "data", kept[1]) in gone:
+                    continue
+                return c, kept
+        return None
+
+    def _change(self, r):
+        """(kind, name, detail) of the change record R made in the work
+        directory, or None (a read, a sync, a call elsewhere)."""
+        call = r.get("call")
+
+        def rel(path):
+            if not path or not self.base or not (
+                    path == self.base or path.startswith(self.base.rstrip("/") + "/")):
+                return None
+            return os.path.relpath(path, self.base)
+        if call in RENAME_CALLS:
+            new, old = rel(r.get("path2")), rel(r.get("path"))
+            return ("rename", new, old or "") if new else None
+        if call in UNLINK_CALLS:
+            name = rel(r.get("path"))
+            return ("unlink", name, "") if name else None
+        if call in LINK_CALLS:
+            name = rel(r.get("path2") or r.get("path"))
+            return (call.rstrip("at"), name, "") if name else None
+        if call in OPEN_CALLS and "O_CREAT" in (r.get("flags") or ()):
+            name = rel(r.get("path"))
+            return ("create", name, "") if name else None
+        if changes_data(r):
+            name = rel(r.get("path"))
+            return ("data", name, "") if name else None
+        return None
+
+
+def _fields(change):
+    return (getattr(change, "kind", None), getattr(change, "name", None),
+            getattr(change, "detail", "") or "")
