@@ -74,6 +74,9 @@ def pytest_addoption(parser):
     g.addoption("--cc-strict", action="store_true",
                 help="fail the run when a change was made by a call "
                      "crashcheck cannot see")
+    g.addoption("--cc-fail-on", default=None, choices=("error", "warning"),
+                help="the least severity that fails the run (default: each "
+                     "spec's fail_on)")
     g.addoption("--cc-whole-traces", action="store_true",
                 help="record every call of every case in full (no lite "
                      "or thin runs)")
@@ -133,6 +136,7 @@ def settings_from(config):
         exhaustive=config.getoption("--cc-exhaustive")
         or bool(config.getoption("--cc-case")),
         sample=config.getoption("--cc-sample"),
+        fail_on=config.getoption("--cc-fail-on"),
         timeout=config.getoption("--cc-timeout"))
 
 
@@ -647,6 +651,8 @@ def write_reports(config, state, results, interrupted):
             meta["grouping"] = json.load(fh)
     except (OSError, ValueError):
         pass
+    # which backend ran each program, and why (sweep.record_baseline)
+    meta["backends"] = sweep.backends(state.work, sweep.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
         # a checker's answers by content (sweep.CheckCache): how many
@@ -762,6 +768,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 f"{'are' if caught != 1 else 'is'} of buggy variants caught "
                 "as their specs expect: a pass, so none is printed "
                 "(report.html lists them)")
+    warned = [d for d in defects if d["status"] == "warning"]
+    if warned and not rerun:
+        n = sum(d["cases"] for d in warned)
+        tw.line(f"crashcheck: {n} warning{'s' if n != 1 else ''} "
+                f"({len(warned)} defect{'s' if len(warned) != 1 else ''}): "
+                "nothing lost here (an error ignored, or a fault that cannot "
+                "happen where the program ran), so the run does not fail "
+                "for them; --fail-on warning fails it")
+        for d in warned:
+            tw.line(f"  WARNING {d['title']}: seen in {d['cases']} "
+                    f"case{'s' if d['cases'] != 1 else ''}")
     if state.not_run:
         n = len(state.not_run)
         tw.line(f"crashcheck: {n} expectation{'s' if n != 1 else ''} of "

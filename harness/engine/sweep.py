@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
-from . import backend as backend_mod, calls, coords, fullfs, pool, runner, trace
+from . import (backend as backend_mod, calls, coords, fullfs, pool, runner,
+               timelimit, trace)
 from ..judging import causes, explorer, oracle, payload, properties, symbols
 
 # The fault classes and the crash models, as the oracle defines them.
@@ -564,10 +565,14 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 how = functools.partial(runner.run, argv, backend=backend)
             else:
                 how = server.run
+            # the limit looks at the run when it strikes: one that sleeps
+            # or makes progress goes on (timelimit.py)
+            limit = timelimit.Limit(timeout, trace=tr) \
+                if timeout is not None else None
             run = how(cwd=work, plan=plan, trace=tr, watch=work,
                       snapdir=os.path.join(sdir, SNAPS)
                       if record and trace_from is None else None,
-                      shared=os.path.join(sdir, "shared"), timeout=timeout,
+                      shared=os.path.join(sdir, "shared"), timeout=limit,
                       trace_from=trace_from, trace_full=trace_full,
                       limit=settings.scratch_limit if settings else None,
                       note=os.path.join(sdir, NOTE), extra=extra)
@@ -760,18 +765,20 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
-            out, how = record_baseline(combo, scratch, settings)
+            out, how, why = record_baseline(combo, scratch, settings)
             if scratch_trouble(out, combo):
                 # stopped for the scratch: its files and snapshots say
                 # nothing, and may fill what the harness still writes
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
-            save_run(out, how)
+            save_run(out, how, why)
             stats = {}
             again = record_again(combo, out, settings, how)
             save_globs(scratch, again[1])
             cases = cases_of(combo, out, settings, how, again=again,
-                             stats=stats)
+                             stats=stats,
+                             blind=why if why.startswith("not seen whole")
+                             else "")
             if not any(c.error or c.skip for c in cases):
                 save_unseen(out)
             return cases, stats
@@ -814,6 +821,9 @@ def enumerate_cases(specs, settings, log=print):
             if isinstance(mine, runner.SetupError):
                 raise mine
             mine, stats = mine
+            how, why = backend_of(work / combo.prefix)
+            if how == "syscall" and why:
+                log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
@@ -1046,31 +1056,128 @@ def keep_work(work):
 
 
 def record_baseline(combo, scratch, settings):
-    """(Outcome, backend) of the combo's baseline, recorded in SCRATCH
-    with the backend settings.backend asks for. auto runs a program the
-    preload can enter under it (backend.choose), and runs it again under
-    the system-call supervisor when that baseline shows changes to its
-    files that its trace does not account for (missed: a static helper,
-    raw system calls, stdio flushed at exit), unless the
-    supervisor's trace accounts for them no better; then the preload's
-    baseline is recorded once more and kept."""
+    """(Outcome, backend, why) of the combo's baseline, recorded in
+    SCRATCH with the backend settings.backend asks for, and why that one
+    (a sentence, "" when nothing needed saying).
+
+    auto runs a program the preload can enter under it (backend.choose:
+    not static, not Go, not setuid, linking no liburing), and runs it
+    again under the system-call supervisor when that baseline shows
+    changes to its files that its trace does not account for (missed: a
+    static helper, raw system calls, a file mkstemp made inside the C
+    library), or when the program imports syscall(2) and the supervisor
+    sees syncs or name changes the preload did not (blind_to): the
+    supervisor's baseline is kept unless it accounts for the changes no
+    better and sees nothing more. Under a preload asked for by name, a
+    program that imports syscall(2) is recorded under the supervisor too,
+    and when that shows syncs the preload did not see, the baseline is
+    kept with the reason, which makes it a harness-error and runs no
+    other case of the combo (cases_of): the preload must not call data
+    "never fsynced" that was synced where it could not see."""
     timeout = timeout_of(combo, settings)
     argv = argv_of(combo)
-    how, _ = backend_mod.resolve(settings.backend, argv[0],
-                                 cwd=os.path.join(scratch, WORK))
+    how, why = backend_mod.resolve(settings.backend, argv[0],
+                                   cwd=os.path.join(scratch, WORK))
     out = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend=how)
-    if settings.backend != "auto" or how != "preload" or \
-            not missed(combo, out):
-        return out, how
-    clear_dir(scratch)
-    out = execute_run(combo, "", scratch, timeout, settings=settings,
+    if how != "preload" or settings.backend == "syscall":
+        return out, how, why
+    lost = settings.backend == "auto" and missed(combo, out)
+    raw = backend_mod.imports_syscall(argv[0], cwd=os.path.join(scratch, WORK))
+    if not lost and not raw:
+        return out, "preload", why
+    lost_words = lost_text(combo, out) if lost else ""
+    preload_out = out
+    kept = scratch.parent / (scratch.name + ".preload")
+    shutil.rmtree(kept, ignore_errors=True)
+    os.rename(scratch, kept)
+    scratch.mkdir()
+    sup = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend="syscall")
-    if not missed(combo, out):
-        return out, "syscall"
-    clear_dir(scratch)
-    return execute_run(combo, "", scratch, timeout, settings=settings), \
-        "preload"
+    blind = blind_to(preload_out, sup) if not sup.run.skipped else ""
+    syncs = blind_to(preload_out, sup, names=False) if blind else ""
+    if settings.backend == "preload":
+        # asked for by name: the preload's run; where it cannot see the
+        # syncs, nothing it says of durability stands
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.rename(kept, scratch)
+        out = load_run_of(combo, scratch, preload_out)
+        return out, "preload", (f"not seen whole: {syncs}; rerun with "
+                                "--backend syscall (or auto)") if syncs else ""
+    sup_lost = missed(combo, sup)
+    if lost and (not sup_lost or blind or uring_set_up(sup)):
+        shutil.rmtree(kept, ignore_errors=True)
+        return sup, "syscall", (f"its preload baseline shows {lost_words}: "
+                                "the system-call backend sees those calls")
+    if blind and not sup_lost:
+        shutil.rmtree(kept, ignore_errors=True)
+        return sup, "syscall", (f"it imports syscall(2), and {blind}: the "
+                                "system-call backend sees those calls")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.rename(kept, scratch)
+    out = load_run_of(combo, scratch, preload_out)
+    return out, "preload", ""
+
+
+def load_run_of(combo, scratch, out):
+    """OUT, a run recorded in a scratch since moved to SCRATCH, as an
+    Outcome reading its files there."""
+    return Outcome(run=out.run, scratch=Path(scratch),
+                   trace=trace.Lazy.load(os.path.join(scratch, "trace.jsonl")),
+                   trace_from=out.trace_from, trace_full=out.trace_full)
+
+
+# calls the preload may miss (a raw system call, one libc makes inside
+# another): the syncs, and the changes of a name
+_BLIND_SYNCS = frozenset(("fsync", "fdatasync", "sync", "syncfs", "msync"))
+_BLIND_NAMES = frozenset(("rename", "renameat", "renameat2", "unlink",
+                          "unlinkat", "link", "linkat", "mkdir", "mkdirat",
+                          "rmdir", "symlink", "symlinkat"))
+
+
+def blind_to(pre, sup, names=True):
+    """What the supervisor's run SUP saw that the preload's PRE did not,
+    in words ("" when nothing): more syncs, or (NAMES) more changes of
+    names, on the work directory's files (a raw syscall(SYS_fsync), a
+    remove(3) whose unlink the C library makes inside itself)."""
+    def counts(out, calls_):
+        n = {}
+        for r in trace.calls(out.records):
+            if r["call"] in calls_ and r.get("ret", -1) >= 0 and (
+                    r["call"] in ("sync", "syncfs") or touches(r, out.workdir)):
+                n[r["call"]] = n.get(r["call"], 0) + 1
+        return n
+    said = []
+    for calls_, what in ((_BLIND_SYNCS, "sync"), (_BLIND_NAMES, "name")):
+        if what == "name" and not names:
+            continue
+        a, b = counts(pre, calls_), counts(sup, calls_)
+        more = {k: b[k] - a.get(k, 0) for k in b if b[k] > a.get(k, 0)}
+        if more:
+            said.append(", ".join(f"{n} {k} call{'s' if n != 1 else ''}"
+                                  for k, n in sorted(more.items())))
+    if not said:
+        return ""
+    return ("the program makes " + " and ".join(said) + " on its files that "
+            "the preload does not see (raw system calls, or calls the C "
+            "library makes inside others)")
+
+
+def lost_text(combo, out):
+    """The changes OUT's trace misses (missed), in words."""
+    names = unseen_changes(combo, out)
+    if names:
+        return ("changes to " + ", ".join(f"'{n}'" for n in names[:3])
+                + " that its trace does not account for")
+    found = unseen_of(out)
+    if found:
+        u = found[0]
+        what = (f"the name '{u['path']}' come or go" if u.get("what") == "name"
+                else f"the content of '{u['path']}' change")
+        return (f"{what} with no call the preload saw (first seen at "
+                f"{u['at']}: a file mkstemp or tmpfile made, a raw system "
+                "call, or another call the C library makes inside its own)")
+    return "changes its trace does not account for"
 
 
 def missed(combo, out):
@@ -1123,10 +1230,13 @@ def unseen_changes(combo, out):
 
 
 def timeout_of(combo, settings):
+    """The time limit of the combo's baseline, and the floor of its
+    cases' (Judge.case_seconds): --timeout, else the spec's."""
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
-def cases_of(combo, out, settings, how="preload", again=None, stats=None):
+def cases_of(combo, out, settings, how="preload", again=None, stats=None,
+             blind=""):
     """The cases of a combo from its baseline OUT, recorded with the
     backend HOW, which runs them all: the baseline, the fault cases of
     the calls it made in its directory, the power-loss cases of its crash
@@ -1135,7 +1245,9 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     names change (record_again). Their calls on the work directory must
     be the baseline's: those made otherwise are named in the baseline's
     harness-error, and no case is aimed at them. STATS, a dict, gets
-    what select counted."""
+    what select counted. BLIND: why the preload, asked for by name, does
+    not see the program whole (record_baseline): the baseline is then a
+    harness-error, and no case runs."""
     pre = combo.prefix
     run = out.run
     cases = []
@@ -1144,7 +1256,7 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                      skip=reason, backend=how)]
     blind = scratch_trouble(out, combo) or escapes(out) or \
-        nothing_intercepted(combo, out, how) or uring_set_up(out)
+        nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
@@ -1642,6 +1754,32 @@ def committed_before(judge, combo, out, faulted):
     return True
 
 
+def backend_of(scratch):
+    """(backend, why) of the baseline saved in SCRATCH (save_run);
+    ("", "") when none was."""
+    try:
+        with open(Path(scratch) / "run.json") as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return "", ""
+    return info.get("backend", "preload"), info.get("backend_why", "")
+
+
+def backends(work, combos_):
+    """{workload: {"backend": ..., "why": ...}} of a sweep's baselines
+    (one entry per workload and backend: a workload's combos may differ),
+    for the reports: which backend ran each program, and why."""
+    out = {}
+    for combo in combos_:
+        how, why = backend_of(Path(work) / combo.prefix)
+        if not how:
+            continue
+        entry = out.setdefault(combo.spec.name, [])
+        if not any(e["backend"] == how and e["why"] == why for e in entry):
+            entry.append({"backend": how, "why": why})
+    return out
+
+
 def load_run(scratch):
     """A baseline saved by enumerate_cases, as an Outcome."""
     with open(scratch / "run.json") as fh:
@@ -1707,12 +1845,12 @@ def unseen_text(u):
             f"simulated where it happened")
 
 
-def save_run(out, how="preload"):
+def save_run(out, how="preload", why=""):
     r = out.run
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
-            "backend": how}
+            "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -2068,13 +2206,27 @@ class Judge:
                 keep=True)
         return self.judge_run(case, combo, out, base, keep=True)
 
+    def case_seconds(self, combo):
+        """A fault case's time limit: timelimit.MULTIPLE times its
+        baseline's duration, never below timeout_of (the floor); once
+        per process."""
+        key = ("limit", combo.prefix)
+        if key not in self._calls:
+            floor = timeout_of(combo, self.settings)
+            try:
+                took = load_run(self.work / combo.prefix).run.duration
+            except (OSError, ValueError, KeyError):
+                took = 0.0
+            self._calls[key] = max(floor, timelimit.MULTIPLE * took)
+        return self._calls[key]
+
     def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
         server = self.server_for(combo, scratch, case.backend)
         try:
             return execute_run(combo, case.plan, scratch,
-                               timeout_of(combo, self.settings),
+                               self.case_seconds(combo),
                                reuse_input=reuse, server=server,
                                trace_from=trace_from, trace_full=trace_full,
                                settings=self.settings, backend=case.backend)
@@ -2083,7 +2235,7 @@ class Judge:
             # next ones of its command line
             self.close_server(refuse=True)
             return execute_run(combo, case.plan, scratch,
-                               timeout_of(combo, self.settings),
+                               self.case_seconds(combo),
                                reuse_input=True, trace_from=trace_from,
                                trace_full=trace_full, settings=self.settings,
                                backend=case.backend)
@@ -2324,7 +2476,7 @@ class Judge:
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
                 r["ev"] == "crash" for r in faulted),
-            timeout=run.extra.get("limit", timeout_of(combo, self.settings)),
+            timeout=run.extra.get("limit", self.case_seconds(combo)),
             limit_state=run.extra.get("limit_state", ""),
             eintr_possible=eintr_possible(faulted, out.workdir),
             target_name=target_name(combo.spec),
@@ -2555,7 +2707,8 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": reproduce(spec, case, self.settings.backend),
+            "reproduce": reproduce(spec, case, self.settings.backend,
+                                   self.settings.fail_on),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -2856,12 +3009,15 @@ def expect_dict(e):
     return {k: v for k, v in e.__dict__.items() if v is not None}
 
 
-def reproduce(spec, case, backend="auto"):
+def reproduce(spec, case, backend="auto", fail_on=None):
     """One command that reruns this case alone (with the --backend the
-    sweep was given, unless auto: auto decides as it did)."""
+    sweep was given, unless auto: auto decides as it did; and its
+    --fail-on, which decides whether a warning fails)."""
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
+    if fail_on is not None:
+        return f"{reproduce(spec, case, backend)} --fail-on {fail_on}"
     if backend != "auto":
         return f"{reproduce(spec, case)} --backend {backend}"
     hit = _RERUN.get(id(spec))

@@ -23,6 +23,7 @@ decided it). This module works on the trace around it:
 
 import hashlib
 import os
+import re
 
 from ..engine import calls as calls_mod, coords
 from . import symbols
@@ -203,6 +204,11 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
     def renamed_to(r):
         return r.get("call") in RENAME_CALLS and named(r.get("path2"), name, base)
 
+    def linked_to(r):
+        # git's objects: written under a temporary name, link()ed to theirs
+        return r.get("call") in ("link", "linkat") and \
+            named(r.get("path2"), name, base)
+
     if kind == "overwrite":
         return _overwrite(records, done, name, base)
     if kind in ("rename", "replace", "move-in"):
@@ -221,8 +227,9 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
     # the file's data: its inode, by the last record that named it
     inode = None
     for r in reversed(done):
-        if renamed_to(r) or (r.get("call") not in RENAME_CALLS
-                             and named(r.get("path"), name, base)):
+        if renamed_to(r) or linked_to(r) or (
+                r.get("call") not in RENAME_CALLS | LINK_CALLS
+                and named(r.get("path"), name, base)):
             inode = r.get("ino")
             break
     if kind == "sync-failure":
@@ -291,12 +298,39 @@ def describe(workload, verdict, cause, rec, base=None, location=None,
         # a file's data, however much of it a state lost, is one thing
         kind = "data" if cause.change[0] in ("data", "blocks", "size", "flush") \
             else cause.change[0]
-        site = f"{kind} {coords.pattern(file, globs)}"
-    key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
+        site = f"{kind} {family(coords.pattern(file, globs))}"
+    # one cause, one defect: the rule broken and where, whichever verdict
+    # each case showed it by (a power cut during the run tears what one
+    # after its exit finds not durable)
+    key = hashlib.sha256("\0".join((workload, cause.rule, site))
                          .encode("utf-8", "surrogateescape")).hexdigest()[:12]
     entry = {"key": key, "rule": cause.rule, "property": cause.prop or None,
              "call": call, "file": file, "site": site}
     return entry, location
+
+
+_HEX_DIR = re.compile(r"[0-9a-f]{2}\Z")
+_HASHY = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
+
+
+def family(name):
+    """The pattern of files like NAME, for cases with no call site to
+    group by: a directory of two hex digits is "??", a run of hex digits
+    holding a digit and six or more long (an object's hash, a log's
+    number) is "*": git's loose objects, '.git/objects/3e/3ea07c...' and
+    '.git/objects/19/9744cf...', are both '.git/objects/??/*', LevelDB's
+    '000009.log' is '*.log'."""
+    if not name:
+        return name
+    parts = []
+    names = name.split("/")
+    for i, part in enumerate(names):
+        if i < len(names) - 1 and _HEX_DIR.match(part):
+            parts.append("??")
+            continue
+        parts.append(_HASHY.sub(lambda m: "*" if len(m.group(0)) >= 6
+                                else m.group(0), part))
+    return "/".join(parts)
 
 
 def title(case):
@@ -372,13 +406,18 @@ class History:
             seq = self.seq_of(c[0], c[1])
             if seq is None:
                 continue
+            kept = []
             for r in self.records:
                 if r["seq"] <= seq or r.get("ret", -1) < 0:
                     continue
-                kept = self._change(r)
-                if kept is None or (kept[0] == "data", kept[1]) in gone:
-                    continue
-                return c, kept
+                k = self._change(r)
+                if k is not None and (k[0] == "data", k[1]) not in gone:
+                    kept.append(k)
+            if kept:
+                # the one that names the lost file says most (the rename
+                # over it), else the last
+                same = [k for k in kept if k[1] == c[1] and k[0] != "data"]
+                return c, (same or kept)[-1]
         return None
 
     def _change(self, r):
