@@ -2521,8 +2521,8 @@ class Judge:
             facts["calls"] = call_names(records)
             facts["order"] = causes.History(records, str(out.workdir))
             if case.kind in oracle.HARD:
-                facts["skipped_syncs"] = self.baseline_syncs(combo) - \
-                    synced_names(records, out.workdir)
+                facts["skipped_syncs"] = self.skipped_syncs(case, combo, out,
+                                                            faulted)
             first = None
             for m in self.settings.models:
                 states = self.states(combo, [exits[m]], only_after_exit=True)
@@ -2634,13 +2634,20 @@ class Judge:
                 for name in synced_names([r], out.workdir)]
         return self._calls[key]
 
-    def baseline_syncs(self, combo):
-        """synced_names() of the combo's baseline, once per process."""
-        key = ("syncs", combo.prefix)
-        if key not in self._calls:
-            out = load_run(self.work / combo.prefix)
-            self._calls[key] = synced_names(out.records, out.workdir)
-        return self._calls[key]
+    def skipped_syncs(self, case, combo, out, faulted):
+        """The names the combo's baseline synced after the call CASE
+        faults (Case.at) that OUT did not sync after its fault fired:
+        the syncs the fault made the program skip (SQLite's directory
+        fsync, skipped when the directory's open fails)."""
+        fired = next((r["seq"] for r in trace.calls(faulted)
+                      if r.get("fault")), None)
+        if fired is None or case.at is None:
+            return frozenset()
+        base = load_run(self.work / combo.prefix)
+        want = {name for seq, name in self.baseline_sync_seqs(combo, base)
+                if seq >= case.at}
+        return frozenset(want - synced_names(out.records, out.workdir,
+                                             after=fired))
 
     def result(self, case, combo, verdict, out, states, model=None, keep=False,
                upto=None):

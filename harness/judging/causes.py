@@ -420,6 +420,17 @@ class History:
                 return c, (same or kept)[-1]
         return None
 
+    def appended(self, name):
+        """Whether the last call that wrote NAME's data appended to it (a
+        write on a descriptor opened O_APPEND)."""
+        rec = self._data_record(name)
+        return rec is not None and "O_APPEND" in (rec.get("flags") or ())
+
+    def _data_record(self, name):
+        from .oracle import Cause
+        return deciding_record(Cause("", change=("data", name)), self.records,
+                               base=self.base)
+
     def _change(self, r):
         """(kind, name, detail) of the change record R made in the work
         directory, or None (a read, a sync, a call elsewhere)."""

@@ -835,10 +835,8 @@ RULE_APPEND = ("make the reader drop a torn last record (a length and a "
                "checksum per record): no fsync placement keeps a power cut "
                "between an append and its sync from cutting it short or "
                "leaving garbage at the end")
-RULE_ORDER_DATA = ("fsync a file before the change that depends on it (a "
-                   "rename, a link, an entry that points to it)")
-RULE_ORDER_NAME = ("fsync the directory after creating, renaming or removing a "
-                   "name, before the change that depends on it")
+RULE_ORDER = ("make a file durable (fsync it, and its directory when its "
+              "name is new) before the change that depends on it")
 RULE_NOT_ATOMIC = ("write the new content to a temporary file, fsync it and "
                    "rename it over the target: an update made in place is "
                    "half done at a power cut, whatever reaches the disk")
@@ -898,6 +896,8 @@ def _state_cause(o, st, verdict, claimed):
         return "atomicity/calls", rule or RULE_NOT_ATOMIC, change, why
     appended = _torn_append(o, st, lost)
     if appended is not None:
+        why = (f"{why}; the program syncs '{appended}' after this point, so "
+               "the append was cut between its write and its sync")
         return "atomicity/append", RULE_APPEND, ("data", appended), why
     later = o.order.later(st) if o.order is not None else None
     if later is None and rule in (_BEFORE_RENAME, RULE_WHOLE_BEFORE_RENAME):
@@ -909,15 +909,14 @@ def _state_cause(o, st, verdict, claimed):
             later = (data, ("rename", target, ""))
     if later is not None:
         first, then = later
+        why = (f"{why}; yet {_change_words(then)}, made after "
+               f"{_change_words(first, lost=True)}, persisted")
         if rule in _TARGET_ORDER_RULES:
-            order_rule = rule
-        elif first[0] in _DATA_CHANGES:
-            order_rule = RULE_ORDER_DATA
-        else:
-            order_rule = RULE_ORDER_NAME
-        why = (f"{why} (a change made after the lost one persisted: "
-               f"{_change_words(then)})")
-        return "ordering", order_rule, (first[0], first[1]), why
+            return "ordering", rule, change or (first[0], first[1]), why
+        # the defect is where the program made the change that depends
+        # on what it had not made durable: one place, whichever file
+        # each state lost (git's ref update, gzip's removal of its input)
+        return "ordering", RULE_ORDER, (then[0], then[1]), why
     if change is None and verdict == "torn" and target is not None:
         # a state as torn as what a read saw then: the program had
         # renamed an incomplete file over the target, removed the target
@@ -980,7 +979,8 @@ def _synced(name, names):
 def _torn_append(o, st, lost):
     """The file whose appended end the state lost, when the program
     syncs it after this crash point (Outcome.synced_after): every lost
-    change of it is its data, and it grew. None otherwise."""
+    change of it is its data, and it grew (a size change, or the write
+    was an O_APPEND one). None otherwise."""
     if not o.synced_after:
         return None
     names = {n for _, n, _ in lost}
@@ -990,7 +990,8 @@ def _torn_append(o, st, lost):
                                                        "torn") for k, _ in mine):
             continue
         sizes = [d for k, n, d in _all_changes(st) if n == name and k == "size"]
-        if any(_grew(d) for d in sizes):
+        if any(_grew(d) for d in sizes) or (
+                o.order is not None and o.order.appended(name)):
             return name
     return None
 
@@ -1006,13 +1007,16 @@ def _all_changes(st):
         + [_change_fields(c) for c in (getattr(st, "lost", None) or ())]
 
 
-def _change_words(change):
-    """A persisted change in words: "the rename 'a' -> 'b'"."""
+def _change_words(change, lost=False):
+    """A change in words: "the rename 'a' -> 'b'", "the data of 'x'"
+    (LOST: the change a state lost, "the write of 'x'")."""
     kind, name, detail = (tuple(change) + ("", ""))[:3]
     if kind in ("rename", "move-in") and detail:
         return f"the rename '{detail}' -> '{name}'"
-    if kind in _DATA_CHANGES:
-        return f"data of '{name}'"
+    if kind in _DATA_CHANGES or kind == "data":
+        return f"the {'write' if lost else 'data'} of '{name}'"
+    if kind == "create":
+        return f"the creation of '{name}'"
     return f"the {kind} of '{name}'"
 
 
