@@ -43,6 +43,11 @@ def sigwriter(tmp_path_factory):
     return build(tmp_path_factory, "sigwriter")
 
 
+@pytest.fixture(scope="module")
+def backoff(tmp_path_factory):
+    return build(tmp_path_factory, "backoff")
+
+
 def audit(out, program, *options, check=None, expect=(0, 1)):
     """Audit PROGRAM (argv, {target} and {new} in it) into OUT; (the
     completed process, results.json, its cases by id)."""
@@ -287,3 +292,52 @@ def test_eintr_on_a_local_file_is_a_warning_without_a_handler(sigwriter, files,
             "sigwriter-write(target.tmp)#1=EINTR")
         assert proc.returncode == 1
         assert not cases["sigwriter-write(target.tmp)#1=EINTR"]["passed"]
+
+
+# ------------------------------------------------------------ time limits
+
+SPIN_CASE = "backoff-write(target.tmp)#1++=ENOSPC"
+
+
+def test_a_program_that_backs_off_is_not_a_hang(backoff, files):
+    # db5.3_load backs off 2, 4 and 6 s on ENOSPC, then exits 2 saying
+    # so: past its limit, but asleep, it is let run to its end
+    proc, doc, cases = audit(
+        files / "out", [backoff, "backoff", "{target}", "{new}", 1, 2, 3],
+        "--old", files / "old", "--new", files / "new", "--timeout", "2",
+        "--faults", "enospc", "--case", SPIN_CASE, expect=(0,))
+    c = cases[SPIN_CASE]
+    assert c["verdict"] == "ok", c
+    assert c["exit"] == {"status": 2, "signal": None, "timed_out": False}
+    assert c["duration"] > 2
+
+
+@pytest.mark.parametrize("mode, state, rule", [
+    ("spin", "spinning: write on 'target.tmp' failing (No space left on "
+             "device) over and over", "retry only EINTR and short writes"),
+    ("block", "blocked: in pause", "do not wait for ever"),
+])
+def test_a_hang_says_what_the_program_was_doing(backoff, files, mode, state,
+                                                rule):
+    proc, doc, cases = audit(
+        files / "out", [backoff, mode, "{target}", "{new}"],
+        "--old", files / "old", "--new", files / "new", "--timeout", "2",
+        "--faults", "enospc", "--case", SPIN_CASE, expect=(1,))
+    c = cases[SPIN_CASE]
+    assert c["verdict"] == "hang", c
+    assert state in c["finding"]
+    assert c["cause"]["rule"].startswith(rule)
+    assert c["property"] == "error/stuck" and c["severity"] == "error"
+
+
+def test_the_time_limit_follows_the_program(backoff, files):
+    # a program whose run without a fault takes a second of waiting (not
+    # asleep: in poll) gets ten times that, not the floor of 1.5 s
+    proc, doc, cases = audit(
+        files / "out", [backoff, "slow", "{target}", "{new}"],
+        "--old", files / "old", "--new", files / "new", "--timeout", "1.5",
+        "--faults", "baseline,eio", "--case", "backoff-baseline",
+        "--case", "backoff-write(target.tmp)#1=EIO", expect=(0,))
+    c = cases["backoff-write(target.tmp)#1=EIO"]
+    assert c["verdict"] == "ok", c
+    assert c["exit"]["status"] == 1 and c["duration"] > 2.5

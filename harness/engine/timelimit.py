@@ -11,8 +11,9 @@ run before killing it (Limit.again):
 - sleeping: a process of the run is in nanosleep or clock_nanosleep (a
   back-off, db5.3_load's 2, 4 and 6 seconds after ENOSPC): given another
   period;
-- making progress: it made other calls since the last look, or used the
-  processor: given another period;
+- making progress: it is on a processor (or waits for the disk), or,
+  since the last look, it made other calls or used the processor: given
+  another period;
 - blocked: none of these: no call, no processor time, no sleep (waiting
   for input that never comes, a lock): killed, a hang.
 
@@ -61,15 +62,19 @@ class Limit:
         self.elapsed = elapsed
         spin, calls = self._trace_news()
         doing, ticks = _processes(lead)
-        used = self._ticks is not None and ticks > self._ticks
-        first = self._ticks is None
+        if self._ticks is None:
+            # the first look: the calls and the processor time since the
+            # start say nothing of now; what the processes do does
+            calls, used = 0, False
+        else:
+            used = ticks > self._ticks
         self._ticks = ticks
         if spin:
             self.state = f"spinning: {spin}"
             return None
         if doing.startswith("sleeping"):
             self.state = doing
-        elif calls or used or (first and ticks > 0 and doing == "running"):
+        elif calls or used or doing == "running":
             self.state = ("running: " + (f"{calls} calls since the last look"
                                          if calls else "using the processor"))
         else:
@@ -88,14 +93,13 @@ class Limit:
             return "", 0
         try:
             with open(self.trace, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                end = fh.tell()
+                end = _data_end(fh)
                 start = max(self._offset, end - _TAIL)
                 fh.seek(start)
                 data = fh.read(end - start)
         except OSError:
             return "", 0
-        data = data.split(b"\0", 1)[0]      # the mapping's zeroed tail
+        data = data.split(b"\0", 1)[0]      # a line half copied
         cut = data.rfind(b"\n")
         if cut < 0:
             return "", 0
@@ -120,8 +124,25 @@ class Limit:
             return "", calls
         name = os.strerror(err) if isinstance(err, int) else "an error"
         where = f" on '{os.path.basename(path)}'" if path else ""
-        return (f"{call}{where} failing ({name}), {n} times since the last "
-                f"look"), calls
+        return (f"{call}{where} failing ({name}) over and over, {n} of its "
+                f"last {calls} calls"), calls
+
+
+def _data_end(fh):
+    """Where the lines of the trace open at FH end: the library grows the
+    file ahead of its lines (fallocate, faults/record.c) and leaves the
+    rest zeros, which a bisection over 64-byte windows finds."""
+    fh.seek(0, os.SEEK_END)
+    lo, hi = 0, fh.tell()
+    while hi - lo > 64:
+        mid = (lo + hi) // 2
+        fh.seek(mid)
+        if fh.read(64).strip(b"\0"):
+            lo = mid
+        else:
+            hi = mid
+    fh.seek(lo)
+    return lo + len(fh.read(hi - lo + 64).rstrip(b"\0"))
 
 
 def _processes(lead):
@@ -148,7 +169,9 @@ def _processes(lead):
     for pid, state, nr in states:
         if nr in _SLEEPS:
             return f"sleeping: pid {pid} in nanosleep", ticks
-    if any(state == b"R" for _, state, _ in states):
+    if not states or any(state in (b"R", b"D") for _, state, _ in states):
+        # on a processor or in the disk's hands, or ending (a zombie has
+        # no system call to show)
         return "running", ticks
     waits = [_SYSCALL_NAMES.get(nr, f"system call {nr}") for _, _, nr in states
              if nr is not None and nr not in (61, 247)]

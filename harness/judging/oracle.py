@@ -1040,7 +1040,8 @@ def _hang(o):
                 "message on anything else.")
         rule = "retry only EINTR and short writes; fail on anything else"
     elif how == "blocked":
-        text = (f"The program was blocked ({what}), making no call and using "
+        what = f" ({what})" if what else ""
+        text = (f"The program was blocked{what}, making no call and using "
                 f"no processor time, until its time limit, {limit}: it waits "
                 "for something that will not come. A program must end, with "
                 "an error when it cannot go on.")
