@@ -341,3 +341,75 @@ def test_the_time_limit_follows_the_program(backoff, files):
     c = cases["backoff-write(target.tmp)#1=EIO"]
     assert c["verdict"] == "ok", c
     assert c["exit"]["status"] == 1 and c["duration"] > 2.5
+
+
+# ------------------------------------------------------------- backends
+
+URING = Path("/usr/include/liburing.h").is_file()
+
+
+@pytest.fixture(scope="module")
+def rawio(tmp_path_factory):
+    return build(tmp_path_factory, "rawio")
+
+
+@pytest.fixture(scope="module")
+def rawio_uring(tmp_path_factory):
+    if not URING:
+        pytest.skip("liburing-dev is not installed (/usr/include/liburing.h)")
+    out = tmp_path_factory.mktemp("findings") / "rawio-uring"
+    proc = subprocess.run(["cc", "-g", "-O0", "-DRAWIO_URING", "-o", str(out),
+                           str(PROGS / "rawio.c"), "-luring"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_auto_picks_the_supervisor_for_raw_system_calls(rawio, files):
+    # its writes and syncs are syscall(SYS_write) and syscall(SYS_fsync):
+    # the preload saw none of them; the supervisor sees all, and the
+    # correct program is clean
+    proc, doc, cases = audit(
+        files / "out", [rawio, "raw", "{target}", "{new}"], "--old",
+        files / "old", "--new", files / "new", "--faults",
+        "baseline,powerloss,eio", expect=(0,))
+    assert {c["backend"] for c in cases.values()} == {"syscall"}
+    assert not findings(cases)
+    assert "rawio: system-call backend: its preload baseline shows the " \
+           "content of 'target.tmp' change with no call the preload saw" \
+           in proc.stderr
+    assert "backend rawio: syscall (its preload baseline shows" in \
+        (files / "out" / "report.md").read_text()
+
+
+def test_the_preload_never_calls_what_it_missed_never_fsynced(rawio, files):
+    # asked for by name, the preload cannot see the raw fsyncs: the
+    # baseline says so, and no case claims the data was never fsynced
+    proc, doc, cases = audit(
+        files / "out", [rawio, "raw", "{target}", "{new}"], "--backend",
+        "preload", "--old", files / "old", "--new", files / "new",
+        "--faults", "baseline,powerloss", expect=(1,))
+    assert list(cases) == ["rawio-baseline"]
+    c = cases["rawio-baseline"]
+    assert c["verdict"] == "harness-error"
+    assert "not seen whole: the program makes 2 fsync calls on its files " \
+           "that the preload does not see" in c["finding"]
+    assert "rerun with --backend syscall" in c["finding"]
+    assert not any("never fsynced" in said(x) for x in cases.values())
+
+
+@pytest.mark.parametrize("backend", ["auto", "preload"])
+def test_an_io_uring_writer_is_not_seen_whole_under_either(rawio_uring, files,
+                                                          backend):
+    proc, doc, cases = audit(
+        files / "out", [rawio_uring, "uring", "{target}", "{new}"],
+        "--backend", backend, "--old", files / "old", "--new", files / "new",
+        "--faults", "baseline,powerloss", expect=(1,))
+    assert list(cases) == ["rawio-uring-baseline"]
+    c = cases["rawio-uring-baseline"]
+    assert c["verdict"] == "harness-error"
+    assert "not seen whole" in c["finding"]
+    if backend == "auto":
+        assert c["backend"] == "syscall"
+        assert "rawio-uring links liburing" in proc.stderr
+    assert not any("never fsynced" in said(x) for x in cases.values())

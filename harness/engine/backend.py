@@ -113,13 +113,16 @@ def choose(argv0, cwd=None, env=None):
     return "preload", ""
 
 
-def imports_syscall(argv0, cwd=None, env=None):
-    """Whether the program ARGV0 names imports syscall(2): it may make
-    raw system calls, writes and syncs included, that the preload never
-    sees (sweep.record_baseline then records it under the supervisor too,
-    and compares)."""
+def may_bypass(argv0, cwd=None, env=None):
+    """Whether the program ARGV0 names may make calls the preload never
+    sees: it imports syscall(2) (raw system calls, writes and syncs
+    included) or links liburing (sweep.record_baseline then records it
+    under the supervisor too, and compares)."""
     path = sanitizers.program_path(argv0, cwd, env)
-    return bool(path) and b"\0syscall\0" in sanitizers.dynamic_strings(path)
+    if not path:
+        return False
+    return b"\0syscall\0" in sanitizers.dynamic_strings(path) or any(
+        n.startswith("liburing.") for n in sanitizers.needed(path))
 
 
 def resolve(backend, argv0, cwd=None, env=None):

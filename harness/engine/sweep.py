@@ -1069,8 +1069,9 @@ def record_baseline(combo, scratch, settings):
     sees syncs or name changes the preload did not (blind_to): the
     supervisor's baseline is kept unless it accounts for the changes no
     better and sees nothing more. Under a preload asked for by name, a
-    program that imports syscall(2) is recorded under the supervisor too,
-    and when that shows syncs the preload did not see, the baseline is
+    program that imports syscall(2) or links liburing is recorded under
+    the supervisor too, and when that shows syncs the preload did not see
+    (or an io_uring set up), the baseline is
     kept with the reason, which makes it a harness-error and runs no
     other case of the combo (cases_of): the preload must not call data
     "never fsynced" that was synced where it could not see."""
@@ -1083,7 +1084,7 @@ def record_baseline(combo, scratch, settings):
     if how != "preload" or settings.backend == "syscall":
         return out, how, why
     lost = settings.backend == "auto" and missed(combo, out)
-    raw = backend_mod.imports_syscall(argv[0], cwd=os.path.join(scratch, WORK))
+    raw = backend_mod.may_bypass(argv[0], cwd=os.path.join(scratch, WORK))
     if not lost and not raw:
         return out, "preload", why
     lost_words = lost_text(combo, out) if lost else ""
@@ -1095,7 +1096,8 @@ def record_baseline(combo, scratch, settings):
     sup = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend="syscall")
     blind = blind_to(preload_out, sup) if not sup.run.skipped else ""
-    syncs = blind_to(preload_out, sup, names=False) if blind else ""
+    syncs = (blind_to(preload_out, sup, names=False) if blind else "") or \
+        uring_set_up(sup)
     if settings.backend == "preload":
         # asked for by name: the preload's run; where it cannot see the
         # syncs, nothing it says of durability stands
