@@ -413,3 +413,34 @@ def test_an_io_uring_writer_is_not_seen_whole_under_either(rawio_uring, files,
         assert c["backend"] == "syscall"
         assert "rawio-uring links liburing" in proc.stderr
     assert not any("never fsynced" in said(x) for x in cases.values())
+
+
+# ------------------------------------------------- one cause, one finding
+
+@pytest.fixture(scope="module")
+def objstore(tmp_path_factory):
+    return build(tmp_path_factory, "objstore")
+
+
+def test_objects_lost_by_one_cause_are_one_finding(objstore, files):
+    # git's loose objects: each written under a temporary name, linked
+    # to its own and never fsynced before the ref that names them; the
+    # power cuts lose one object or another, during the run (torn) or
+    # after it (not-durable): one defect, at the link, naming how many
+    # files and cases it covers
+    new = files / "objects.new"
+    new.write_bytes(b"".join(bytes([65 + i]) * 1024 for i in range(6)))
+    proc, doc, cases = audit(
+        files / "out", [objstore, "store", "ref", "{new}"], "--setup", "true",
+        "--new", new, "--faults", "baseline,powerloss,eio",
+        check=f"{objstore} check ref {new}", expect=(1,))
+    defects = doc["summary"]["defects"]
+    assert len(defects) == 1, [d["title"] for d in defects]
+    d = defects[0]
+    assert d["property"] == "ordering"
+    assert d["cases"] == len(findings(cases)) > 2
+    assert d["files"] > 1
+    assert set(d["verdicts"]) == {"torn", "not-durable"}
+    assert "(link on 'objects/??/*' at objstore.c:" in d["title"]
+    md = (files / "out" / "report.md").read_text()
+    assert f"— {d['files']} files, {d['cases']} cases (" in md

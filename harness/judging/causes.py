@@ -282,11 +282,11 @@ def describe(workload, verdict, cause, rec, base=None, location=None,
     site = ""
     if rec is not None:
         call = f"{rec.get('call')}#{rec.get('n')}"
-        # a rename's file is the name it made, unless it stands for the
-        # removal of the name it took away
+        # a rename's (or a link's) file is the name it made, unless it
+        # stands for the removal of the name it took away
         away = cause.change is not None and cause.change[0] == "unlink"
-        path = rec.get("path2") if rec.get("call") in RENAME_CALLS and not away \
-            else rec.get("path")
+        named_new = rec.get("call") in RENAME_CALLS | {"link", "linkat"}
+        path = rec.get("path2") if named_new and not away else rec.get("path")
         file = _rel(path, base) if path else None
         if location is not None and location.get("line"):
             site = f"{location['object']}+{location['offset']}"
