@@ -900,19 +900,19 @@ def _state_cause(o, st, verdict, claimed):
                "the append was cut between its write and its sync")
         return "atomicity/append", RULE_APPEND, ("data", appended), why
     later = o.order.later(st) if o.order is not None else None
-    if later is None and rule in (_BEFORE_RENAME, RULE_WHOLE_BEFORE_RENAME):
-        # the explorer's own account: the new name of a file whose data
-        # did not persist reached the disk (pending or synced)
-        data = next(((k, n, d) for k, n, d in lost if k in _DATA_CHANGES),
-                    None)
-        if data is not None:
-            later = (data, ("rename", target, ""))
     if later is not None:
         first, then = later
         why = (f"{why}; yet {_change_words(then)}, made after "
                f"{_change_words(first, lost=True)}, persisted")
-        if rule in _TARGET_ORDER_RULES:
-            return "ordering", rule, change or (first[0], first[1]), why
+    elif rule in (_BEFORE_RENAME, RULE_WHOLE_BEFORE_RENAME) and any(
+            k in _DATA_CHANGES for k, _, _ in lost):
+        # the explorer's own account says it: the new name of a file
+        # whose data did not persist reached the disk (pending or synced)
+        later = (None, None)
+    if later is not None:
+        first, then = later
+        if rule in _TARGET_ORDER_RULES or then is None:
+            return "ordering", rule, change or ("rename", target), why
         # the defect is where the program made the change that depends
         # on what it had not made durable: one place, whichever file
         # each state lost (git's ref update, gzip's removal of its input)
