@@ -1593,11 +1593,15 @@ def plan_rules(plan):
     return [r for r in plan.split(";") if r] if plan else []
 
 
-def fault_retried(faulted, calls_after):
+def fault_retried(faulted, calls_after, mapped=frozenset()):
     """Whether every call a fault fired on (of FAULTED, the records
     Outcome.faulted gives) was later made again, on the same file (or the
     same directory), and succeeded: the program saw the error and retried.
-    CALLS_AFTER(rec) gives the call records after rec, in seq order."""
+    CALLS_AFTER(rec) gives the call records after rec, in seq order. A
+    sync is no retry when the file was written again before it, by a call
+    or, for a file in MAPPED (inodes mapped shared), possibly by stores
+    into the mapping, which make no call: tdb cancelling its transaction
+    writes its old pages back through its mapping, then syncs."""
     faulted = [r for r in faulted if r["ev"] == "call" and r.get("fault")]
     if not faulted:
         return False
@@ -1618,6 +1622,8 @@ def fault_retried(faulted, calls_after):
         return tuple(b'"%s":%d' % (k.encode(), r[k]) for k in
                      ("off", "len", "ino") if type(r.get(k)) is int)
     def retried(r):
+        if r["call"] in SYNC_CALLS and r.get("ino") in mapped:
+            return False
         for later in calls_after(r, needles(r)):
             if r["call"] in SYNC_CALLS and causes.changes_data(later) and \
                     later.get("ino") == r.get("ino") and later.get("ret", -1) >= 0:
@@ -1629,6 +1635,14 @@ def fault_retried(faulted, calls_after):
                 return True
         return False
     return all(retried(r) for r in faulted)
+
+
+def shared_maps(records):
+    """The inodes RECORDS show mapped MAP_SHARED: stores into them change
+    the file with no call (fault_retried)."""
+    return frozenset(r.get("ino") for r in trace.calls(records)
+                     if r["call"] in ("mmap", "mmap64") and r.get("ret", -1) != -1
+                     and "MAP_SHARED" in (r.get("flags") or ()))
 
 
 def data_path_hit(faulted, out):
@@ -2471,7 +2485,8 @@ class Judge:
             # named as the case ids name calls: by file, "close(target.tmp)#1"
             fault_call=coords.Coords(out.records, str(out.workdir))[out.deciding]
             if out.deciding is not None else None,
-            fault_retried=fault_retried(faulted, out.calls_after)
+            fault_retried=fault_retried(faulted, out.calls_after,
+                                        shared_maps(out.records))
             if hard_ok else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
@@ -2553,6 +2568,8 @@ class Judge:
                 # its failure could not lose it, off the data path
                 facts["fault_on_data_path"] = False
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                             states)
         elif verdict.ok and run.status not in (0, None) and \
                 self.failure_left_pending(case, combo, out, faulted):
             # A program that reported its failure must still leave old or
@@ -2576,8 +2593,22 @@ class Judge:
                 if not verdict.ok:
                     model = m
                     break
+            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                             states)
         return self.result(case, combo, verdict, out, states=judged,
                            model=model, keep=keep)
+
+    def rejudge_overwrite(self, case, combo, out, facts, verdict, states):
+        """VERDICT again, when its cause is the target written in place
+        (a crash state with nothing lost, a torn state without an
+        account): with whether the program renamed a file over the
+        target or removed it first, which decide the advice."""
+        if verdict.cause is None or verdict.cause.change != (
+                "overwrite", target_name(combo.spec)):
+            return verdict
+        facts["target_renamed"], facts["target_removed"] = \
+            self.target_history(case, combo, out)
+        return oracle.judge(oracle.Outcome(crash_states=states, **facts))
 
     def failure_left_pending(self, case, combo, out, faulted):
         """Whether a run that exited non-zero may have left a state after

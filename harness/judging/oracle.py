@@ -886,14 +886,18 @@ def _state_cause(o, st, verdict, claimed):
                "update")
         if o.contract == "tree":
             return "atomicity/calls", rule or TREE_FIX.rstrip("."), change, why
+        prop = "atomicity/calls"
         if change is None and target is not None:
             if o.target_renamed:
                 rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
+                if o.fault_fired and o.kind in HARD:
+                    # it went on past its failed call to the rename
+                    prop = "error/ignored"
             elif o.target_removed:
                 rule, change = RULE_KEEP_TARGET, ("unlink", target)
             else:
                 rule, change = RULE_NOT_ATOMIC, ("overwrite", target)
-        return "atomicity/calls", rule or RULE_NOT_ATOMIC, change, why
+        return prop, rule or RULE_NOT_ATOMIC, change, why
     appended = _torn_append(o, st, lost)
     if appended is not None:
         why = (f"{why}; the program syncs '{appended}' after this point, so "
