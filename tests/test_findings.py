@@ -200,6 +200,18 @@ def test_a_message_that_names_no_error_is_not_silence(protocols, files):
         c["explanation"]
     assert c["severity"] == "warning" and c["passed"]
     assert "It would matter the day" in c["explanation"]
+    # every report says it is a warning, and why it passes
+    md = (files / "out" / "report.md").read_text()
+    assert "(warning, error handling: an error ignored)" in md
+    assert "### 1. (warning) ignored-error: check what close returns" in md
+    html = (files / "out" / "report.html").read_text()
+    assert 'class="case c-warning"' in html
+    junit = (files / "out" / "junit.xml").read_text()
+    assert "a warning, not failing the run" in junit
+    sarif = json.loads((files / "out" / "results.sarif").read_text())
+    result, = sarif["runs"][0]["results"]
+    assert result["level"] == "warning"
+    assert result["properties"]["property"] == "error/ignored"
 
 
 # ------------------------------------------------------------- ordering
@@ -332,17 +344,24 @@ def test_a_hang_says_what_the_program_was_doing(backoff, files, mode, state,
     assert c["property"] == "error/stuck" and c["severity"] == "error"
 
 
-def test_the_time_limit_follows_the_program(backoff, files):
-    # a program whose run without a fault takes a second of waiting (not
-    # asleep: in poll) gets ten times that, not the floor of 1.5 s
-    proc, doc, cases = audit(
-        files / "out", [backoff, "slow", "{target}", "{new}"],
-        "--old", files / "old", "--new", files / "new", "--timeout", "1.5",
-        "--faults", "baseline,eio", "--case", "backoff-baseline",
-        "--case", "backoff-write(target.tmp)#1=EIO", expect=(0,))
-    c = cases["backoff-write(target.tmp)#1=EIO"]
-    assert c["verdict"] == "ok", c
-    assert c["exit"]["status"] == 1 and c["duration"] > 2.5
+def test_the_time_limit_follows_the_program(tmp_path):
+    # a case's limit is ten times its baseline's run, never below the
+    # spec's timeout (the floor)
+    from harness.engine import spec as spec_mod, sweep, timelimit
+    path = tmp_path / "slow.toml"
+    path.write_text('name = "slow"\ndescription = "d"\ncontract = "atomic"\n'
+                    'command = ["true", "{target}"]\nsizes = [1]\n'
+                    'timeout = 1.5\n')
+    spec = spec_mod.load(path)
+    combo, = sweep.combos([spec])
+    work = tmp_path / "out" / ".work"
+    (work / combo.prefix).mkdir(parents=True)
+    judge = sweep.Judge([spec], sweep.Settings(out=tmp_path / "out"))
+    for took, limit in ((0.01, 1.5), (2.0, 2.0 * timelimit.MULTIPLE)):
+        (work / combo.prefix / "run.json").write_text(json.dumps(
+            {"duration": took}))
+        judge._calls.clear()
+        assert judge.case_seconds(combo) == limit
 
 
 # ------------------------------------------------------------- backends

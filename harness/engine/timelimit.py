@@ -8,9 +8,9 @@ run before killing it (Limit.again):
 - spinning: since the last look, the trace's calls are one call on one
   file failing the same way, over and over (a loop that retries a full
   disk): killed, a hang;
-- sleeping: a process of the run is in nanosleep or clock_nanosleep (a
-  back-off, db5.3_load's 2, 4 and 6 seconds after ENOSPC): given another
-  period;
+- sleeping: a process of the run is in nanosleep or clock_nanosleep, or
+  in select or poll with no descriptor (a back-off: db5.3_load sleeps in
+  select after ENOSPC): given another period;
 - making progress: it is on a processor (or waits for the disk), or,
   since the last look, it made other calls or used the processor: given
   another period;
@@ -31,6 +31,10 @@ CAP_FACTOR = 6          # a run that sleeps or progresses is killed at this
                         # many times its limit
 SPIN_MIN = 20           # failing calls since the last look that make a spin
 _SLEEPS = {35, 230}     # x86-64 nanosleep, clock_nanosleep
+# select and pselect6 with no descriptors, poll and ppoll with none: a
+# timed sleep too (Berkeley DB's __os_yield sleeps in select): the
+# system call's number and which argument holds the count of descriptors
+_EMPTY_WAITS = {23: 1, 270: 1, 7: 2, 271: 2}
 _SYSCALL_NAMES = {0: "read", 7: "poll", 23: "select", 34: "pause",
                   61: "wait4", 72: "fcntl (a lock)", 73: "flock",
                   202: "futex", 232: "epoll_wait", 270: "pselect6",
@@ -165,10 +169,17 @@ def _processes(lead):
             pass
         state = fields[0] if fields else b"?"
         nr = int(sysc[0]) if sysc and sysc[0].lstrip(b"-").isdigit() else None
+        if nr in _EMPTY_WAITS:
+            try:
+                if int(sysc[_EMPTY_WAITS[nr]], 16) == 0:
+                    nr = -nr            # waits on nothing: a sleep
+            except (IndexError, ValueError):
+                pass
         states.append((pid, state, nr))
     for pid, state, nr in states:
-        if nr in _SLEEPS:
-            return f"sleeping: pid {pid} in nanosleep", ticks
+        if nr in _SLEEPS or (nr is not None and -nr in _EMPTY_WAITS):
+            how = "nanosleep" if nr in _SLEEPS else _SYSCALL_NAMES[-nr]
+            return f"sleeping: pid {pid} in {how}", ticks
     if not states or any(state in (b"R", b"D") for _, state, _ in states):
         # on a processor or in the disk's hands, or ending (a zombie has
         # no system call to show)

@@ -414,11 +414,32 @@ class History:
                 if k is not None and (k[0] == "data", k[1]) not in gone:
                     kept.append(k)
             if kept:
-                # the one that names the lost file says most (the rename
-                # over it), else the last
-                same = [k for k in kept if k[1] == c[1] and k[0] != "data"]
-                return c, (same or kept)[-1]
+                # the change that most plainly depends on the lost one:
+                # a name given to the lost file (git's link of an
+                # object, a rename over it), else a change of a name
+                # (gzip's unlink of its input), else a change of a file
+                # that was there before the run (logrotate's truncation
+                # of the log it copied), else the first kept
+                start = set(self.start or ())
+
+                def rank(k):
+                    if k[1] == c[1] and k[0] != "data":
+                        return 0
+                    if k[0] in ("rename", "unlink", "link", "symlink"):
+                        return 1
+                    if k[0] == "data" and k[1] in start:
+                        return 2
+                    return 3
+                return c, min(kept, key=rank)
         return None
+
+    @property
+    def start(self):
+        """The names of the files in the work directory when the run
+        started."""
+        if not hasattr(self, "_start"):
+            self._start = start_tree(self._all) or {}
+        return self._start
 
     def appended(self, name):
         """Whether the last call that wrote NAME's data appended to it (a

@@ -645,9 +645,10 @@ def _derived_rule(o, st, calls, fallback=True):
     for k, name, detail in _lost_changes(st):
         if k == "unlink":
             return "fsync the directory after removing a file"
-        if k == "rename":
+        if k in ("rename", "replace"):
+            # a new entry over an existing name is a rename's
             return "fsync the directory after a rename"
-        if k in ("create", "link", "replace"):
+        if k in ("create", "link"):
             return "fsync the directory after creating a file"
     for k, name, _ in _lost_changes(st):
         if k in _DATA_CHANGES:
@@ -808,8 +809,8 @@ _NAMED_ADVICE = {
 # the lost changes each rule of _derived_rule is about
 _DERIVED_KINDS = {
     "fsync the directory after removing a file": ("unlink",),
-    "fsync the directory after a rename": ("rename",),
-    "fsync the directory after creating a file": ("create", "link", "replace"),
+    "fsync the directory after a rename": ("rename", "replace"),
+    "fsync the directory after creating a file": ("create", "link"),
     "fsync a file after writing it, before exiting 0": _DATA_CHANGES,
 }
 
@@ -837,10 +838,6 @@ RULE_APPEND = ("make the reader drop a torn last record (a length and a "
                "leaving garbage at the end")
 RULE_ORDER = ("make a file durable (fsync it, and its directory when its "
               "name is new) before the change that depends on it")
-RULE_NOT_ATOMIC = ("write the new content to a temporary file, fsync it and "
-                   "rename it over the target: an update made in place is "
-                   "half done at a power cut, whatever reaches the disk")
-
 
 def _skipped_rule(call):
     """The rule a fault breaks that made the program skip a sync it
@@ -896,8 +893,10 @@ def _state_cause(o, st, verdict, claimed):
             elif o.target_removed:
                 rule, change = RULE_KEEP_TARGET, ("unlink", target)
             else:
-                rule, change = RULE_NOT_ATOMIC, ("overwrite", target)
-        return prop, rule or RULE_NOT_ATOMIC, change, why
+                rule, change = RULE_IN_PLACE, ("overwrite", target)
+        # an update made in place is half done at a power cut, whatever
+        # reaches the disk: the explorer's rule for it
+        return prop, rule or RULE_IN_PLACE, change, why
     appended = _torn_append(o, st, lost)
     if appended is not None:
         why = (f"{why}; the program syncs '{appended}' after this point, so "

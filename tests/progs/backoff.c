@@ -9,24 +9,23 @@
  *
  *   backoff  sleep each of SECONDS in turn, writing again after each
  *            (Berkeley DB's db_load backs off 2, 4 and 6 seconds on
- *            ENOSPC); then say so and exit 2. Correct, if slow
+ *            ENOSPC), the odd ones with nanosleep, the even ones with
+ *            select on no descriptor (Berkeley DB's way); then say so and
+ *            exit 2. Correct, if slow
  *   spin     write again at once, for ever. Defect: a full disk stays
  *            full
  *   block    wait for a signal that never comes (pause). Defect: it
  *            never ends
- *   slow     wait a second (poll) before writing, every run; when the
- *            write fails, wait two more, then say so and exit 1. Correct,
- *            and slow: its time limit must follow its baseline's
  *
  * Any other failure is said on stderr, exit 1. Exit status: 0 replaced,
  * 1 failed, 2 gave up after backing off (or usage).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 static int fail(const char *call, const char *path, int status)
@@ -42,13 +41,11 @@ int main(int argc, char **argv)
 	int in, fd, next = 4;
 
 	if (argc < 4 || (strcmp(argv[1], "backoff") && strcmp(argv[1], "spin") &&
-			 strcmp(argv[1], "block") && strcmp(argv[1], "slow"))) {
-		fprintf(stderr, "usage: backoff backoff|spin|block|slow TARGET NEW "
+			 strcmp(argv[1], "block"))) {
+		fprintf(stderr, "usage: backoff backoff|spin|block TARGET NEW "
 			"[SECONDS...]\n");
 		return 2;
 	}
-	if (!strcmp(argv[1], "slow"))
-		poll(NULL, 0, 1000);
 	in = open(argv[3], O_RDONLY);
 	if (in < 0)
 		return fail("open", argv[3], 1);
@@ -65,13 +62,15 @@ int main(int argc, char **argv)
 			pause();		/* BUG: waits for ever */
 			continue;
 		}
-		if (!strcmp(argv[1], "slow")) {
-			poll(NULL, 0, 2000);
-			return fail("write", tmp, 1);
-		}
 		if (next >= argc)
 			return fail("write", tmp, 2);
-		sleep((unsigned)atoi(argv[next++]));
+		if ((next - 4) % 2 == 0) {
+			sleep((unsigned)atoi(argv[next++]));
+		} else {
+			struct timeval tv = { atoi(argv[next++]), 0 };
+
+			select(0, NULL, NULL, NULL, &tv);
+		}
 		if (lseek(fd, 0, SEEK_SET) < 0)
 			return fail("lseek", tmp, 1);
 	}
