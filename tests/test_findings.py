@@ -129,6 +129,9 @@ def test_a_failed_directory_open_taken_as_success(protocols, files):
     assert c["cause"]["rule"] == ("check what open returns: when it fails, the "
                                   "sync it leads to never happens")
     assert "the failed open made the program skip the sync of '.'" in said(c)
+    # the defect is where it took the failure for success: the open
+    assert c["cause"]["call"].split("#")[0] == "open"
+    assert "protocols.c" in c["location"]["text"]
     # not the advice of a program that never fsyncs its directory
     assert "fsync the directory after removing" not in said(c)
     # its baseline is clean: the directory's fsync is there

@@ -2670,7 +2670,8 @@ class Judge:
 
     def skipped_syncs(self, case, combo, out, faulted):
         """The names the combo's baseline synced after the call CASE
-        faults (Case.at) that OUT did not sync after its fault fired:
+        faults (Case.at; a failed sync is not one it skipped) that OUT
+        did not sync after its fault fired:
         the syncs the fault made the program skip (SQLite's directory
         fsync, skipped when the directory's open fails)."""
         fired = next((r["seq"] for r in trace.calls(faulted)
@@ -2679,7 +2680,7 @@ class Judge:
             return frozenset()
         base = load_run(self.work / combo.prefix)
         want = {name for seq, name in self.baseline_sync_seqs(combo, base)
-                if seq >= case.at}
+                if seq > case.at}
         return frozenset(want - synced_names(out.records, out.workdir,
                                              after=fired))
 

@@ -788,8 +788,12 @@ def _crash_state_verdict(o, succeeded, quiet):
                 state=st.label, cause=cause)
     else:
         explanation = _torn_text(o, verdict, st, advice, why)
+    cause = Cause(rule=rule, change=change, prop=prop)
+    if rule == _skipped_rule((o.call or "#").split("#")[0]):
+        # the defect is where the program took the failure for success
+        cause = Cause(rule=rule, call=o.call, prop=prop)
     return Verdict(verdict, finding, " ".join(explanation.split()), state=st.label,
-                   cause=Cause(rule=rule, change=change, prop=prop))
+                   cause=cause)
 
 
 # The rules _derived_rule gives name no file, so that the cases of one
