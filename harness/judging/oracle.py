@@ -72,9 +72,13 @@ otherwise):
                        through all the same.
 
 Every verdict but ok, skipped and harness-error carries a `cause` (the
-defect behind it, what reports group cases by: the rule broken and the
-call or change that decided it, see Cause) and the finding names the file
-the faulted call hit.
+defect behind it, what reports group cases by: the rule broken, the
+call or change that decided it and the property it breaks, see Cause;
+for a crash state, _state_cause derives them from the state and the
+calls, so that the advice never contradicts the state shown) and the
+finding names the file the faulted call hit. judge() gives every
+finding its severity (properties.severity): a warning for ignored-error
+and for what an EINTR that cannot happen where the program ran caused.
 
 Crash states: judge() accepts any objects with the attributes `label` (str:
 crash point and state, e.g. "after rename#1: durable only"), `target`
@@ -943,9 +947,9 @@ def _state_cause(o, st, verdict, claimed):
     if claimed:
         return "durability", rule, change, why
     # before the program claimed anything: the update was half on the
-    # disk, in one write's blocks or across several calls
-    # one call's: existing blocks of one file overwritten in place, torn,
-    # nothing else of that file pending (no truncation, no new size)
+    # disk, in one write's blocks (existing blocks of one file overwritten
+    # in place, torn, nothing else of that file pending: no truncation,
+    # no new size) or across several calls
     files = {n for _, n, _ in lost}
     one = kinds <= {"blocks", "torn"} and len(files) == 1 and not any(
         n in files for _, n, _ in _change_fields_all(st))
@@ -996,7 +1000,8 @@ def _torn_append(o, st, lost):
         if not _synced(name, o.synced_after) or any(k not in ("blocks", "size", "data",
                                                        "torn") for k, _ in mine):
             continue
-        sizes = [d for k, n, d in _all_changes(st) if n == name and k == "size"]
+        sizes = [d for k, n, d in _change_fields_all(st) + _change_fields_all(
+            st, lost=True) if n == name and k == "size"]
         if any(_grew(d) for d in sizes) or (
                 o.order is not None and o.order.appended(name)):
             return name
@@ -1007,11 +1012,6 @@ def _grew(detail):
     """Whether a size change's detail ("52 -> 104") grows the file."""
     m = re.match(r"\s*(\d+)\s*->\s*(\d+)", detail or "")
     return bool(m) and int(m.group(2)) > int(m.group(1))
-
-
-def _all_changes(st):
-    return [_change_fields(c) for c in (getattr(st, "persisted", None) or ())] \
-        + [_change_fields(c) for c in (getattr(st, "lost", None) or ())]
 
 
 def _change_words(change, lost=False):
