@@ -451,6 +451,26 @@ def test_sqlite_recipe_rollback_journal(tmp_path):
                                                      "rollback-extra"}
 
 
+def test_gdbm_recipe_judges_gdbm_not_gdbmtool(tmp_path):
+    """The GDBM recipe's driver stops at the first error GDBM reports
+    (gdbmtool's `set errorexit`): an EIO on a write makes it exit 1 with
+    the old keys, not a lost-update of gdbmtool's batch mode, which goes
+    on and exits 0. What is left is GDBM's own: libgdbm drops the error
+    of the sync GDBM_SYNC asks for, and the finding's call site is in
+    libgdbm."""
+    need("gdbmtool")
+    doc = run_recipe(tmp_path, "gdbm", "-k", "no-mmap", "--faults", "eio")
+    verdicts = {c["verdict"] for c in doc["cases"]}
+    assert "lost-update" not in verdicts, verdicts
+    writes = [c for c in doc["cases"] if "-write(kv.gdbm)#1=EIO" in c["id"]]
+    assert writes and all(c["verdict"] == "ok" and c["exit"]["status"] == 1
+                          for c in writes), writes
+    syncs = [c for c in doc["cases"] if c["verdict"] == "unreported-error"]
+    assert syncs and all(c["call"].startswith("fsync(kv.gdbm)")
+                         and "libgdbm.so" in c["location"]["object"]
+                         for c in syncs), syncs
+
+
 def test_lmdb_recipe_power_loss(tmp_path):
     """LMDB's commit (new pages, fdatasync, then the meta page written
     O_DSYNC) leaves the old or the new keys at every crash point."""
