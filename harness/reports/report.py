@@ -1209,7 +1209,8 @@ def _markdown_text(cases, summary, lessons):
             out.append(line)
         out += ["", "✓ all ok · ✗ failing/run with the failing verdicts · "
                 "caught: a buggy variant showed the verdict its spec expects "
-                "· ⚠ harness error: the planned fault never fired · "
+                "· warning: a finding that lost nothing here, not failing "
+                "the run · ⚠ harness error: the planned fault never fired · "
                 "`·` no cases", ""]
     else:
         out += ["No cases.", ""]
