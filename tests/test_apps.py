@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine import spec as specmod, sweep
+from harness.judging import oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -493,7 +494,8 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     append to the
     reflog (O_APPEND) is the call the recorded run made at the file's
     end, not another one: judged (git stops, exit 128, old state kept),
-    never a harness-error."""
+    never a harness-error: git exits 128 with its objects and ref in
+    place, and a power cut after that exit finds the same ordering."""
     need("git")
     # four crash states of the power cut after exit: its cost is the
     # checker's (git fsck) per state
@@ -507,11 +509,19 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     assert lost["verdict"] == "not-durable", lost
     assert re.search(r"git fsck --full failed: error: object file "
                      r"\.git/objects/../[0-9a-f]+ is empty", lost["finding"]), lost
-    assert re.fullmatch(r"fsync '\.git/objects/../[0-9a-f]+' after writing it, "
-                        r"before exiting 0", lost["cause"]["rule"]), lost
+    # the objects' data lost while a change made after them persisted
+    # (their link, the ref naming them): ordering, not a missing fsync
+    # before exit
+    assert lost["property"] == "ordering", lost
+    assert lost["cause"]["rule"] == oracle.RULE_ORDER, lost
+    # git stops (exit 128) after its objects and ref are in place; a
+    # power cut after its exit finds the same ordering (crash-model.md:
+    # old or new after a reported failure too)
     failed = got["git-write(.git/logs/HEAD)#1=EIO"]
-    assert failed["verdict"] == "ok" and failed["exit"]["status"] == 128, \
+    assert failed["exit"]["status"] == 128, failed
+    assert failed["verdict"] == "torn" and failed["property"] == "ordering", \
         failed
+    assert failed["state"].startswith("after exit")
 
 
 def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):
