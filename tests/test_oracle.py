@@ -95,7 +95,7 @@ CASES = [
 
     ("hang", eio(kind="enospc", plan="write#1+=ENOSPC", timed_out=True, timeout=10,
                  status=None, signal=9),
-     "hang", ["after 10s under write#1+=ENOSPC", "killed"],
+     "hang", ["at its time limit (at least 10s) under write#1+=ENOSPC", "killed"],
      ["10s", "full disk stays full", "retry only EINTR"]),
 
     ("crashed", eio(status=None, signal=signal.SIGSEGV),

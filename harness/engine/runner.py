@@ -344,11 +344,9 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
 
 
 def _limited(run, timeout):
-    """RUN with what its timelimit.Limit saw (Run.extra "limit": the
-    seconds it was let run, "limit_state": what it was doing), when it
-    had one."""
+    """RUN with what its timelimit.Limit saw when it struck (Run.extra
+    "limit_state": what the run was doing), when it had one."""
     if isinstance(timeout, timelimit.Limit) and timeout.state:
-        run.extra["limit"] = round(timeout.elapsed, 1)
         run.extra["limit_state"] = timeout.state
     return run
 

@@ -2494,7 +2494,10 @@ class Judge:
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
                 r["ev"] == "crash" for r in faulted),
-            timeout=run.extra.get("limit", self.case_seconds(combo)),
+            # the floor of its limit: the case's own is a multiple of a
+            # measured duration, which would make its words differ from
+            # run to run
+            timeout=timeout_of(combo, self.settings),
             limit_state=run.extra.get("limit_state", ""),
             eintr_possible=eintr_possible(faulted, out.workdir),
             target_name=target_name(combo.spec),

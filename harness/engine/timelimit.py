@@ -18,9 +18,11 @@ run before killing it (Limit.again):
   for input that never comes, a lock): killed, a hang.
 
 A run given more periods is killed at CAP_FACTOR times its limit, with
-what it was doing then. Limit.state says it ("spinning: write on
-'target.tmp' failing with ENOSPC, 40213 times in 10 s"), for the oracle's
-hang (Outcome.limit_state).
+what it was doing then. Limit.state says it, in words that do not change
+from run to run ("spinning: write on 'target.tmp' failing (No space left
+on device) over and over", "blocked: in pause", "sleeping: in select",
+"running"), for the oracle's hang (Outcome.limit_state); the hang names
+the limit, never the seconds the run took.
 """
 
 import json
@@ -52,7 +54,6 @@ class Limit:
         self.cap = float(cap) if cap is not None else self.seconds * CAP_FACTOR
         self.trace = trace
         self.state = ""             # what the run was doing at the last look
-        self.elapsed = self.seconds     # how long it was let run
         self._ticks = None
         self._offset = 0
 
@@ -63,7 +64,6 @@ class Limit:
         """At the limit (ELAPSED seconds into the run whose first process,
         leading its session, is LEAD): the seconds to let it run on, or
         None to kill it now. Sets state."""
-        self.elapsed = elapsed
         spin, calls = self._trace_news()
         doing, ticks = _processes(lead)
         if self._ticks is None:
@@ -79,8 +79,7 @@ class Limit:
         if doing.startswith("sleeping"):
             self.state = doing
         elif calls or used or doing == "running":
-            self.state = ("running: " + (f"{calls} calls since the last look"
-                                         if calls else "using the processor"))
+            self.state = "running"
         else:
             self.state = doing if doing.startswith("blocked") else \
                 "blocked: no call and no processor time"
@@ -128,8 +127,7 @@ class Limit:
             return "", calls
         name = os.strerror(err) if isinstance(err, int) else "an error"
         where = f" on '{os.path.basename(path)}'" if path else ""
-        return (f"{call}{where} failing ({name}) over and over, {n} of its "
-                f"last {calls} calls"), calls
+        return f"{call}{where} failing ({name}) over and over", calls
 
 
 def _data_end(fh):
@@ -179,7 +177,7 @@ def _processes(lead):
     for pid, state, nr in states:
         if nr in _SLEEPS or (nr is not None and -nr in _EMPTY_WAITS):
             how = "nanosleep" if nr in _SLEEPS else _SYSCALL_NAMES[-nr]
-            return f"sleeping: pid {pid} in {how}", ticks
+            return f"sleeping: in {how}", ticks
     if not states or any(state in (b"R", b"D") for _, state, _ in states):
         # on a processor or in the disk's hands, or ending (a zombie has
         # no system call to show)
@@ -210,11 +208,3 @@ def _session(lead):
         except (IndexError, ValueError):
             continue
     return pids
-
-
-def describe(limit):
-    """A limit in words for a report: "10 s" or "10 s, run on to 60 s"."""
-    if isinstance(limit, Limit) and limit.elapsed > limit.seconds + 0.5:
-        return f"{limit.seconds:g}s, run on to {limit.elapsed:.0f}s"
-    return f"{float(limit):g}s"
-

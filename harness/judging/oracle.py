@@ -1031,35 +1031,37 @@ def _hang(o):
     """A run past its time limit, by what it was doing when the limit
     struck (Outcome.limit_state, engine/timelimit.py): spinning on a
     failing call, blocked, or still going (sleeping, or making calls)
-    at the furthest the limit may be pushed."""
-    limit = f"{o.timeout:g}s" if o.timeout is not None else "its time limit"
+    at the furthest the limit may be pushed. The words name the limit's
+    floor (Outcome.timeout: the spec's timeout), never the seconds a run
+    took, which differ from run to run."""
+    limit = (f"its time limit ({o.timeout:g}s, or ten times its run without "
+             "a fault when that is longer)" if o.timeout is not None
+             else "its time limit")
     under = f" under {o.plan}" if o.plan else ""
     how, _, what = (o.limit_state or "").partition(": ")
-    doing = f" ({how}: {what})" if what else ""
-    finding = (f"still running after {limit}{under}{doing}; its process group "
-               "was killed")
+    doing = f" ({o.limit_state})" if o.limit_state else ""
+    at = f" (at least {o.timeout:g}s)" if o.timeout is not None else ""
+    finding = (f"still running at its time limit{at}{under}{doing}; its "
+               "process group was killed")
     if how in ("spinning", ""):
-        doing = f" ({what})" if what else ""
         text = (f"The program did not finish within {limit}{doing}. A loop "
-                "that retries a "
-                "persistent error never ends (a full disk stays full, EIO does "
-                "not heal): retry only EINTR and short writes, and fail with a "
-                "message on anything else.")
+                "that retries a persistent error never ends (a full disk "
+                "stays full, EIO does not heal): retry only EINTR and short "
+                "writes, and fail with a message on anything else.")
         rule = "retry only EINTR and short writes; fail on anything else"
     elif how == "blocked":
         what = f" ({what})" if what else ""
         text = (f"The program was blocked{what}, making no call and using "
-                f"no processor time, until its time limit, {limit}: it waits "
-                "for something that will not come. A program must end, with "
-                "an error when it cannot go on.")
+                f"no processor time, when it reached {limit}: it waits for "
+                "something that will not come. A program must end, with an "
+                "error when it cannot go on.")
         rule = "do not wait for ever: fail when the operation cannot complete"
     else:
-        text = (f"The program was still at work{doing} when its time limit, "
-                f"{limit}, ran out (the limit is a multiple of its run without "
-                "a fault, and was pushed back while it slept or made calls). "
-                "A program that backs off after a persistent error must still "
-                "give up in the end; one that is merely slow needs a longer "
-                "--timeout.")
+        text = (f"The program was still at work{doing} when {limit} ran "
+                "out, pushed back, up to six times, while it slept or made "
+                "progress. A program that backs off after a persistent error "
+                "must still give up in the end; one that is merely slow needs "
+                "a longer --timeout.")
         rule = "give up on a persistent error in bounded time"
     return Verdict("hang", finding, text,
                    cause=Cause(rule, call=o.call or None, prop="error/stuck"))
