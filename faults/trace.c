@@ -540,6 +540,70 @@ static void sb_head(struct sb *sb, const char *ev, const struct cc_rec *r)
 }
 
 /*
+ * An EINTR the plan injects stands for a signal that interrupted the call,
+ * and a signal interrupts a call with EINTR only when its handler was
+ * installed without SA_RESTART (Linux interrupts no write to a local
+ * regular file in any case). The line of such a fault lists the signals
+ * that could have done it, "intr":[14] ([] when none), so that the harness
+ * can tell a fault that cannot happen where the program ran
+ * (crash-model.md, "Severity"). The preload reads the dispositions in the
+ * program; the supervisor cannot read another process's handler flags,
+ * and lists every signal it catches (/proc/PID/status, SigCgt), as if none
+ * had SA_RESTART. Signals 32 and 33 are glibc's own (thread cancellation,
+ * setuid across threads), sent only by the calls that need them.
+ */
+static bool intr_signal(int sig)
+{
+	return sig != SIGKILL && sig != SIGSTOP && sig != 32 && sig != 33;
+}
+
+static void add_intr(struct sb *sb)
+{
+	uint64_t caught = 0;
+	bool first = true;
+	int sig;
+
+	if (cc.backend) {
+		char path[64], buf[4096];
+		const char *at;
+		long fd, n;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)trace_pid);
+		fd = cc_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+		n = fd < 0 ? -1 : syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			cc_sys_close(fd);
+		if (n <= 0)
+			return;		/* not known: no field, as before */
+		buf[n] = '\0';
+		at = strstr(buf, "\nSigCgt:");
+		if (!at)
+			return;
+		caught = strtoull(at + 9, NULL, 16);
+	} else {
+		/* the kernel's struct sigaction on x86-64 and aarch64 */
+		struct { unsigned long handler, flags, restorer, mask; } ksa;
+
+		for (sig = 1; sig <= 64; sig++)
+			if (syscall(SYS_rt_sigaction, sig, NULL, &ksa, 8) == 0 &&
+			    ksa.handler != (unsigned long)SIG_DFL &&
+			    ksa.handler != (unsigned long)SIG_IGN &&
+			    !(ksa.flags & SA_RESTART))
+				caught |= 1ULL << (sig - 1);
+	}
+	sb_lit(sb, ",\"intr\":[");
+	for (sig = 1; sig <= 64; sig++) {
+		if (!(caught & (1ULL << (sig - 1))) || !intr_signal(sig))
+			continue;
+		if (!first)
+			sb_lit(sb, ",");
+		sb_i64(sb, sig);
+		first = false;
+	}
+	sb_lit(sb, "]");
+}
+
+/*
  * The call's line. A lite call (before CRASHCHECK_TRACE_FROM) takes its
  * seq, so that the lines after it are numbered as in a whole trace, and
  * has a line only when a rule fired on it or another process took the
@@ -620,6 +684,9 @@ void cc_trace_call(struct cc_rec *r)
 		sb_lit(&sb, ",\"action\":\"");
 		sb_str(&sb, act);
 		sb_lit(&sb, "\"}");
+		if (cc.plan.rules[r->rule].action == PLAN_ERRNO &&
+		    cc.plan.rules[r->rule].err == EINTR)
+			add_intr(&sb);
 	}
 
 	if (cc.recorder && r->snap) {

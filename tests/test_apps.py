@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine import spec as specmod, sweep
+from harness.judging import oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -451,6 +452,26 @@ def test_sqlite_recipe_rollback_journal(tmp_path):
                                                      "rollback-extra"}
 
 
+def test_gdbm_recipe_judges_gdbm_not_gdbmtool(tmp_path):
+    """The GDBM recipe's driver stops at the first error GDBM reports
+    (gdbmtool's `set errorexit`): an EIO on a write makes it exit 1 with
+    the old keys, not a lost-update of gdbmtool's batch mode, which goes
+    on and exits 0. What is left is GDBM's own: libgdbm drops the error
+    of the sync GDBM_SYNC asks for, and the finding's call site is in
+    libgdbm."""
+    need("gdbmtool")
+    doc = run_recipe(tmp_path, "gdbm", "-k", "no-mmap", "--faults", "eio")
+    verdicts = {c["verdict"] for c in doc["cases"]}
+    assert "lost-update" not in verdicts, verdicts
+    writes = [c for c in doc["cases"] if "-write(kv.gdbm)#1=EIO" in c["id"]]
+    assert writes and all(c["verdict"] == "ok" and c["exit"]["status"] == 1
+                          for c in writes), writes
+    syncs = [c for c in doc["cases"] if c["verdict"] == "unreported-error"]
+    assert syncs and all(c["call"].startswith("fsync(kv.gdbm)")
+                         and "libgdbm.so" in c["location"]["object"]
+                         for c in syncs), syncs
+
+
 def test_lmdb_recipe_power_loss(tmp_path):
     """LMDB's commit (new pages, fdatasync, then the meta page written
     O_DSYNC) leaves the old or the new keys at every crash point."""
@@ -473,7 +494,8 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     append to the
     reflog (O_APPEND) is the call the recorded run made at the file's
     end, not another one: judged (git stops, exit 128, old state kept),
-    never a harness-error."""
+    never a harness-error: git exits 128 with its objects and ref in
+    place, and a power cut after that exit finds the same ordering."""
     need("git")
     # four crash states of the power cut after exit: its cost is the
     # checker's (git fsck) per state
@@ -487,11 +509,19 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     assert lost["verdict"] == "not-durable", lost
     assert re.search(r"git fsck --full failed: error: object file "
                      r"\.git/objects/../[0-9a-f]+ is empty", lost["finding"]), lost
-    assert re.fullmatch(r"fsync '\.git/objects/../[0-9a-f]+' after writing it, "
-                        r"before exiting 0", lost["cause"]["rule"]), lost
+    # the objects' data lost while a change made after them persisted
+    # (their link, the ref naming them): ordering, not a missing fsync
+    # before exit
+    assert lost["property"] == "ordering", lost
+    assert lost["cause"]["rule"] == oracle.RULE_ORDER, lost
+    # git stops (exit 128) after its objects and ref are in place; a
+    # power cut after its exit finds the same ordering (crash-model.md:
+    # old or new after a reported failure too)
     failed = got["git-write(.git/logs/HEAD)#1=EIO"]
-    assert failed["verdict"] == "ok" and failed["exit"]["status"] == 128, \
+    assert failed["exit"]["status"] == 128, failed
+    assert failed["verdict"] == "torn" and failed["property"] == "ordering", \
         failed
+    assert failed["state"].startswith("after exit")
 
 
 def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):

@@ -95,7 +95,7 @@ CASES = [
 
     ("hang", eio(kind="enospc", plan="write#1+=ENOSPC", timed_out=True, timeout=10,
                  status=None, signal=9),
-     "hang", ["after 10s under write#1+=ENOSPC", "killed"],
+     "hang", ["at its time limit (at least 10s) under write#1+=ENOSPC", "killed"],
      ["10s", "full disk stays full", "retry only EINTR"]),
 
     ("crashed", eio(status=None, signal=signal.SIGSEGV),
@@ -111,7 +111,7 @@ CASES = [
      ["exited 0 after fsync#1=EIO", "fsync#1 on 'target.tmp' failed with EIO "
       "(Input/output error)", "crash state 'after exit, state 1'", "found the old content"],
      ["fsync#1 on 'target.tmp' failed with EIO (Input/output error)", "exited 0",
-      "exit non-zero", "Do not retry a failed fsync", "power cut"]),
+      "exit non-zero", "not on the disk and never will be", "power cut"]),
     ("ignored-error-close",
      eio(plan="close#2=EIO", status=0, target=NEW, stderr="", fault_path="target.tmp",
          crash_states=[crash_state(NEW, True, "after exit, state 1")]),
@@ -436,7 +436,9 @@ def test_surfaced_but_not_durable_is_not_durable():
 def test_silent_and_safe_is_ignored_error_ranked_below_data_loss():
     v = O.judge(recovered(stderr=""))
     assert v.verdict == "ignored-error"
-    assert v.cause == O.Cause("check what fsync returns", call="fsync#1")
+    assert v.cause == O.Cause("check what fsync returns", call="fsync#1",
+                              prop="error/ignored")
+    assert v.severity == "warning"
     assert O.VERDICTS.index("ignored-error") > max(
         O.VERDICTS.index(x) for x in O.LOSES_DATA)
     assert O.VERDICTS.index("ignored-error") > O.VERDICTS.index("gave-up-on-transient")
@@ -461,7 +463,8 @@ def test_a_retried_fsync_is_judged_by_its_crash_states():
     assert "failed with EIO (Input/output error), it called fsync again, and " \
         "crash state 'after exit, state 1'" in v.finding
     assert "Do not retry a failed fsync" in v.explanation
-    assert v.cause == O.Cause(O.RULE_NO_SYNC_RETRY, call="fsync#1")
+    assert v.cause == O.Cause(O.RULE_NO_SYNC_RETRY, call="fsync#1",
+                              prop="error/unreported")
     # the same retry with a message naming the error: said, still lost
     v = O.judge(recovered(fault_retried=True, crash_states=[
         crash_state(OLD, True, "after exit, state 1")]))
@@ -564,8 +567,8 @@ def test_a_journal_unlinked_without_a_directory_fsync():
     assert v.verdict == "not-durable"
     assert "renam" not in v.explanation
     assert "fsync the directory after removing 'kv.db-journal'" in v.explanation
-    assert v.cause == O.Cause("fsync the directory after removing 'kv.db-journal'",
-                              change=("unlink", "kv.db-journal"))
+    assert v.cause == O.Cause("fsync the directory after removing a file",
+                              change=("unlink", "kv.db-journal"), prop="durability")
 
 
 def test_the_lost_change_the_checker_names_is_the_cause():
@@ -589,8 +592,9 @@ def test_the_lost_change_the_checker_names_is_the_cause():
                         target_name=None,
                         calls=frozenset(("open", "write", "rename", "unlink"))))
     assert v.verdict == "torn"
-    assert v.cause == O.Cause("fsync the directory after creating 'MANIFEST-000010'",
-                              change=("create", "MANIFEST-000010"))
+    assert v.cause == O.Cause("fsync the directory after creating a file",
+                              change=("create", "MANIFEST-000010"),
+                              prop="atomicity/calls")
     # a checker that names none of them: the first lost entry, as before
     st.check = O.CheckResult(1, "the keys are all old\n", "old-or-new")
     v = O.judge(outcome(contract="tree", kind="powerloss",
@@ -647,7 +651,8 @@ def test_a_target_moved_away_and_left_incomplete():
     o = eio(plan="open#8=EIO", target=b"", stderr="", target_removed=True)
     v = O.judge(o)
     assert v.verdict == "torn"
-    assert v.cause == O.Cause(O.RULE_KEEP_TARGET, change=("unlink", "target"))
+    assert v.cause == O.Cause(O.RULE_KEEP_TARGET, change=("unlink", "target"),
+                              prop="atomicity/calls")
     assert "moved the old one away" in v.explanation
     assert "rewrit" not in v.explanation and "in place:" not in v.explanation
     # renamed over beats moved away: the rename is the step that was early
@@ -680,5 +685,5 @@ def test_a_fault_in_a_program_that_loses_data_anyway_shows_that_defect():
     o = recovered(stderr="", plan="close#3=EIO", crash_states=[st], known_at_risk=True)
     v = O.judge(o)
     assert v.verdict == "not-durable"
-    assert v.cause == O.Cause("fsync the directory after removing 'kv.db-journal'",
-                              change=("unlink", "kv.db-journal"))
+    assert v.cause == O.Cause("fsync the directory after removing a file",
+                              change=("unlink", "kv.db-journal"), prop="durability")

@@ -166,7 +166,7 @@ def test_summary_counts_every_verdict():
     assert s["models"] == ["ext4-ordered", "posix"]
     assert s["per_kind"]["powerloss"] == {
         "cases": 4, "findings": 3, "failed": 2, "harness_errors": 0,
-        "caught": 1, "known": 0, "ignored": 0, "skipped": 0}
+        "caught": 1, "known": 0, "ignored": 0, "warnings": 0, "skipped": 0}
     assert s["per_model"]["posix"]["cases"] == 5
     assert s["per_model"]["none"]["cases"] == 13
     assert s["seed"] == 7 and s["command"] == META["command"]

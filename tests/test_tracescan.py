@@ -87,6 +87,12 @@ def write_line(rng, seq, ino):
     if rng.random() < 0.2:
         parts.append(',"fault":{"rule":1,"action":"%s"}'
                      % pick(rng, (["EINTR", "short"], ['x\\"y'])))
+        if rng.random() < 0.5:
+            # an EINTR's signals that could interrupt the call
+            # (faults/record.c), or near misses of them
+            parts.append(pick(rng, ([',"intr":[]', ',"intr":[14]',
+                                     ',"intr":[1,2,15]'],
+                                    [',"intr":[a]', ',"intr":[1', ',"intr":1'])))
     snap = ',"snap":{"files":{"' + pick(rng, ([ino], INODES)) + '":'
     parts.append(pick(rng, ([
         "}",

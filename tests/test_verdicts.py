@@ -83,13 +83,24 @@ def test_close_ignored_after_a_successful_fsync_is_ignored_error(saver, tmp_path
     # the only finding: every other fault is reported and exits 1
     assert [x["id"] for x in doc["cases"] if x["verdict"] != "ok"] == \
         ["saver-close(target.tmp)#1=EIO"]
+    # nothing lost: a warning, reported and passing (crash-model.md,
+    # "Severity"), which says when it would matter
+    assert c["severity"] == "warning" and c["property"] == "error/ignored"
+    assert c["passed"] and "It would matter the day" in c["explanation"]
     s = doc["summary"]
-    assert s["verdicts"]["ignored-error"] == 1 and not s["passed"]
-    assert "Of the findings, 1 is an ignored error that lost no data this time." \
+    assert s["verdicts"]["ignored-error"] == 1 and s["passed"]
+    assert s["warnings"] == 1
+    assert "Of the findings, 1 is a warning: it lost nothing here" \
         in (tmp_path / "report.md").read_text()
-    assert proc.returncode == 1
-    assert "DEFECT 1 of 1: ignored-error: check what close returns (close on " \
-           "'target.tmp'" in proc.stdout
+    assert proc.returncode == 0
+    assert "  WARNING ignored-error: check what close returns [error handling: " \
+           "an error ignored] (close on 'target.tmp'" in proc.stdout
+    # --fail-on warning keeps the strict reading
+    proc, doc, cases = audit(saver, "close-ignored", tmp_path / "strict",
+                             "--faults", "eio", "--fail-on", "warning")
+    assert proc.returncode == 1 and not doc["summary"]["passed"]
+    assert "DEFECT 1 of 1: ignored-error: check what close returns [error " \
+           "handling: an error ignored] (close on 'target.tmp'" in proc.stdout
     assert "FINDING saver-close(target.tmp)#1=EIO: ignored-error:" in proc.stdout
 
 
@@ -130,7 +141,8 @@ def test_one_defect_many_findings(saver, tmp_path):
     # the ignored write's line: the trace says where each call was made
     bug = next(n for n, line in enumerate(
         (PROGS / "saver.c").read_text().splitlines(), 1) if "/* BUG */" in line)
-    title = ("unreported-error: check what write returns (write on "
+    title = ("unreported-error: check what write returns [error handling: an "
+             "error unreported] (write on "
              f"'target.tmp' at saver.c:{bug} (write_all))")
     assert first["title"] == title
     assert sorted(first["ids"]) == sorted(c["id"] for c in writes)
@@ -140,6 +152,7 @@ def test_one_defect_many_findings(saver, tmp_path):
     assert "  and 8 more cases of this defect" in out
     md = (tmp_path / "report.md").read_text()
     assert "1 defect, seen in 18 cases" in md
-    assert f"### 1. {title.replace('_', chr(92) + '_')} — 18 cases" in md
+    escaped = title.replace("_", "\\_").replace("[", "\\[").replace("]", "\\]")
+    assert f"### 1. {escaped} — 18 cases" in md
     assert "defect: unreported-error: check what write returns" in \
         (tmp_path / "junit.xml").read_text()

@@ -331,6 +331,8 @@ def rerun_argv(args):
         argv += ["--sector", args.sector]
     if args.strict:
         argv.append("--strict")
+    if getattr(args, "fail_on", None):
+        argv += ["--fail-on", args.fail_on]
     # what decides how a run goes: its HOME, and where it is stopped
     if args.home:
         argv.append("--home")

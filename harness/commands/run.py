@@ -73,6 +73,12 @@ def add_sweep_options(p):
                    help="fail when a file or name changed by a call "
                         "crashcheck cannot see (a raw system call, "
                         "io_uring): such a run is never a clean pass")
+    p.add_argument("--fail-on", choices=("error", "warning"), default=None,
+                   help="the least severity of a finding that fails the run: "
+                        "error (data lost or at risk, a program that died or "
+                        "never finished), or warning too (an ignored error, a "
+                        "fault that cannot happen where the program ran); "
+                        "default: each spec's fail_on, else error")
     p.add_argument("--scratch", metavar="DIR",
                    help="where the runs' scratch directories go (default: "
                         "/dev/shm while it has room, else the temporary "
@@ -272,6 +278,8 @@ def pytest_args(args, spec_paths, out, command):
         argv.append("--cc-keep")
     if getattr(args, "strict", False):
         argv.append("--cc-strict")
+    if getattr(args, "fail_on", None):
+        argv += ["--cc-fail-on", args.fail_on]
     if args.scratch is not None:
         argv += ["--cc-scratch", str(scratch_dir(args.scratch))]
     if args.scratch_limit is not None:

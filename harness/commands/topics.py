@@ -10,7 +10,7 @@ prints the same topics as sections of its own.
 import textwrap
 
 from ..engine import calls as calls_mod
-from ..judging import models as models_mod, oracle
+from ..judging import models as models_mod, oracle, properties
 
 # What each verdict means (docs/crash-model.md, "Verdicts"). Only those the
 # oracle gives are shown; a verdict the oracle gives and this table lacks
@@ -38,7 +38,11 @@ MEANINGS = {
         "a transient fault (EINTR, a short write) made the program exit "
         "non-zero; it should have retried or written the rest",
     "crashed": "the program died of a signal crashcheck did not send",
-    "hang": "it ran past its time limit (its process group was killed)",
+    "hang": "it ran past its time limit (ten times its run without a "
+            "fault, at least the spec's timeout), spinning on a failing "
+            "call or blocked, or still at work when the limit, pushed back "
+            "while it slept or made progress, ran out; its process group "
+            "was killed",
     "skipped":
         "the case cannot run here, with the reason (e.g. O_DIRECT "
         "unsupported on this filesystem)",
@@ -83,6 +87,19 @@ def verdicts(width=78):
               succeeds and the data is still not on disk: unreported-error
               when the program said nothing of the failure, not-durable when
               it printed the error and exited 0 all the same.""", width),
+        "",
+        _para("""Every finding names the property it breaks, in ALICE's
+              classes (its advice follows from it), and has a severity:
+              error where data is lost or at risk, or the program died or
+              never finished; warning for ignored-error and for a finding
+              whose fault cannot happen where the program ran (EINTR on a
+              local regular file with no signal handler installed without
+              SA_RESTART), each saying when it would matter. Warnings are
+              reported and do not fail the run unless --fail-on warning
+              (or the spec's fail_on) asks for the strict reading, as the
+              built-in corpus does. The properties:""", width),
+        "",
+        *_table(list(properties.PROPERTIES.items()), width),
         "",
         _para("""Buggy variants (specs with [[expect]]): a case passes when
               its verdict is one the spec expects of it (the variant is

@@ -21,12 +21,18 @@ syscall
     per case (the supervisor itself serves a sweep's cases: ForkServer).
 
 auto picks the preload for a dynamically linked program and the syscall
-backend for one the preload cannot enter: a static ELF file (no program
-interpreter), a Go program (its runtime makes its own system calls, cgo
-or not), a setuid or setgid program run by another user (the loader
-ignores LD_PRELOAD there). The sweep also switches a combo to the syscall
+backend for one the preload cannot enter or see: a static ELF file (no
+program interpreter), a Go program (its runtime makes its own system
+calls, cgo or not), a setuid or setgid program run by another user (the
+loader ignores LD_PRELOAD there), a program linking liburing (what it
+submits through the ring is no call; the supervisor at least sees the
+ring set up, and says so). The sweep also switches a combo to the syscall
 backend when its preload baseline shows file changes the preload did not
-see (sweep.missed).
+see (sweep.missed: zip's temporary file, made by mkstemp inside the C
+library), or when the program imports syscall(2) and the supervisor's
+baseline shows syncs or name changes the preload's does not
+(sweep.blind_to), and says why (run.json's backend_why, the console, the
+report).
 """
 
 import os
@@ -101,7 +107,22 @@ def choose(argv0, cwd=None, env=None):
         return "preload", ""
     if (st.st_mode & (stat.S_ISUID | stat.S_ISGID)) and os.getuid() != 0:
         return "syscall", f"{name} is setuid or setgid"
+    if any(n.startswith("liburing.") for n in sanitizers.needed(path)):
+        return "syscall", (f"{name} links liburing: what it submits through "
+                           "an io_uring makes no call the preload could see")
     return "preload", ""
+
+
+def may_bypass(argv0, cwd=None, env=None):
+    """Whether the program ARGV0 names may make calls the preload never
+    sees: it imports syscall(2) (raw system calls, writes and syncs
+    included) or links liburing (sweep.record_baseline then records it
+    under the supervisor too, and compares)."""
+    path = sanitizers.program_path(argv0, cwd, env)
+    if not path:
+        return False
+    return b"\0syscall\0" in sanitizers.dynamic_strings(path) or any(
+        n.startswith("liburing.") for n in sanitizers.needed(path))
 
 
 def resolve(backend, argv0, cwd=None, env=None):

@@ -79,6 +79,9 @@ def pytest_addoption(parser):
     g.addoption("--cc-strict", action="store_true",
                 help="fail the run when a change was made by a call "
                      "crashcheck cannot see")
+    g.addoption("--cc-fail-on", default=None, choices=("error", "warning"),
+                help="the least severity that fails the run (default: each "
+                     "spec's fail_on)")
     g.addoption("--cc-whole-traces", action="store_true",
                 help="record every call of every case in full (no lite "
                      "or thin runs)")
@@ -142,6 +145,7 @@ def settings_from(config):
         or bool(config.getoption("--cc-case")),
         sample=config.getoption("--cc-sample"),
         fs=config.getoption("--cc-fs"),
+        fail_on=config.getoption("--cc-fail-on"),
         timeout=config.getoption("--cc-timeout"))
 
 
@@ -677,6 +681,8 @@ def write_reports(config, state, results, interrupted):
             meta["grouping"] = json.load(fh)
     except (OSError, ValueError):
         pass
+    # which backend ran each program, and why (sweep.record_baseline)
+    meta["backends"] = sweep.backends(state.work, sweep.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
         # a checker's answers by content (sweep.CheckCache): how many
@@ -797,6 +803,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 f"finding{'s' if caught != 1 else ''} "
                 f"{'are' if caught != 1 else 'is'} of buggy variants caught "
                 "as their specs expect (CAUGHT above): a pass")
+    warned = [d for d in defects if d["status"] == "warning"]
+    if warned and not rerun:
+        n = sum(d["cases"] for d in warned)
+        tw.line(f"crashcheck: {n} warning{'s' if n != 1 else ''} "
+                f"({len(warned)} defect{'s' if len(warned) != 1 else ''}): "
+                "nothing lost here (an error ignored, or a fault that cannot "
+                "happen where the program ran), so the run does not fail "
+                "for them; --fail-on warning fails it")
+        for d in warned:
+            tw.line(f"  WARNING {d['title']}: seen in {d['cases']} "
+                    f"case{'s' if d['cases'] != 1 else ''}")
     if state.not_run:
         n = len(state.not_run)
         tw.line(f"crashcheck: {n} expectation{'s' if n != 1 else ''} of "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from . import backend as backend_mod, contain, sanitizers
+from . import backend as backend_mod, contain, sanitizers, timelimit
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -338,8 +338,17 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         # (it could still write into the scratch)
         outlived = box.finish(_grace(proc.returncode, timed_out,
                                      preload and backend == "syscall"))
-        return _ended(argv, proc.returncode, timed_out, start, out, err, trace,
-                      [] if timed_out else outlived)
+        return _limited(_ended(argv, proc.returncode, timed_out, start, out,
+                               err, trace, [] if timed_out else outlived),
+                        timeout)
+
+
+def _limited(run, timeout):
+    """RUN with what its timelimit.Limit saw when it struck (Run.extra
+    "limit_state": what the run was doing), when it had one."""
+    if isinstance(timeout, timelimit.Limit) and timeout.state:
+        run.extra["limit_state"] = timeout.state
+    return run
 
 
 def _grace(rc, timed_out, supervised=False):
@@ -524,6 +533,8 @@ def _capture_file(name):
 
 def _wait(proc, timeout):
     """proc.wait(timeout), but woken by the kernel when the process exits.
+    TIMEOUT may be a timelimit.Limit: at it the run is looked at, and one
+    that sleeps or makes progress is given more time (Limit.again).
 
     Popen.wait with a timeout polls, sleeping 0.5 ms, then 1, 2, 4 ... up
     to 50 ms between looks: a run of 3 ms is seen ending at 3.5 or 7 ms,
@@ -533,19 +544,35 @@ def _wait(proc, timeout):
     """
     if timeout is None:
         return proc.wait()
+    limit = timeout if isinstance(timeout, timelimit.Limit) else None
+    start = time.monotonic()
+    deadline = start + float(timeout)
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
-        return proc.wait(timeout=timeout)
+        pidfd = None
     try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        deadline = time.monotonic() + timeout
-        while not poller.poll(max(0, deadline - time.monotonic()) * 1000):
-            if time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(proc.args, timeout)
+        while True:
+            if pidfd is None:
+                try:
+                    return proc.wait(timeout=max(0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                if poller.poll(max(0, deadline - time.monotonic()) * 1000):
+                    break
+                if time.monotonic() < deadline:
+                    continue
+            more = limit.again(proc.pid, time.monotonic() - start) \
+                if limit is not None else None
+            if more is None:
+                raise subprocess.TimeoutExpired(proc.args, float(timeout))
+            deadline = time.monotonic() + more
     finally:
-        os.close(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
     return proc.wait()
 
 
@@ -731,8 +758,9 @@ class ForkServer:
             rc = os.waitstatus_to_exitcode(status)
             outlived = box.finish(_grace(rc, timed_out,
                                          self.backend == "syscall"))
-            return _ended(self.argv, rc, timed_out, start, out, err, trace,
-                          [] if timed_out else outlived)
+            return _limited(_ended(self.argv, rc, timed_out, start, out, err,
+                                   trace, [] if timed_out else outlived),
+                            timeout)
 
     def _one_run(self, request, out, err, timeout, box):
         """(wait status, timed out) of the run of request, in BOX."""
@@ -743,7 +771,7 @@ class ForkServer:
             raise ServerUnavailable(f"fork server: {e.strerror}") from None
         try:
             # it answers as soon as it has forked
-            started = self._receive(timeout)
+            started = self._receive(None if timeout is None else float(timeout))
         except subprocess.TimeoutExpired:
             raise ServerUnavailable("the fork server does not answer") from None
         if started.startswith("fail "):
@@ -751,8 +779,20 @@ class ForkServer:
         pid, = _answer(started, "pid", 1)
         box.started(pid)
         timed_out = False
+        limit = timeout if isinstance(timeout, timelimit.Limit) else None
+        began = time.monotonic()
+        period = None if timeout is None else float(timeout)
         try:
-            done = self._receive(timeout)
+            while True:
+                try:
+                    done = self._receive(period)
+                    break
+                except subprocess.TimeoutExpired:
+                    # a run that sleeps or makes progress goes on
+                    period = limit.again(pid, time.monotonic() - began) \
+                        if limit is not None else None
+                    if period is None:
+                        raise
         except subprocess.TimeoutExpired:
             timed_out = True
             box.kill()

@@ -93,9 +93,33 @@ def program_headers(fh):
 
 
 def _parse_needed(fh):
+    names, table = _dynamic(fh)
+    out = []
+    for n in names:
+        end = table.find(b"\0", n)
+        if n >= len(table) or end < 0:
+            raise ValueError("DT_NEEDED outside the string table")
+        out.append(table[n:end].decode("utf-8", "replace"))
+    return tuple(out)
+
+
+def dynamic_strings(path):
+    """The dynamic string table of the ELF file at PATH (the names of the
+    symbols it imports and the libraries it needs, NUL-separated), b""
+    for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            return _dynamic(fh)[1]
+    except (OSError, ValueError, struct.error):
+        return b""
+
+
+def _dynamic(fh):
+    """(DT_NEEDED offsets, the dynamic string table) of the ELF file open
+    at FH; ((), b"") when it has none."""
     elf = program_headers(fh)
     if elf is None:
-        return ()
+        return (), b""
     order, wide, headers = elf
     dyn_fmt = order + ("qQ" if wide else "iI")
     loads, dynamic = [], None
@@ -105,7 +129,7 @@ def _parse_needed(fh):
         elif p_type == PT_DYNAMIC:
             dynamic = (p_offset, p_filesz)
     if dynamic is None:
-        return ()
+        return (), b""
     size = struct.calcsize(dyn_fmt)
     fh.seek(dynamic[0])
     raw = fh.read(min(dynamic[1], 1 << 20))
@@ -120,23 +144,16 @@ def _parse_needed(fh):
             strtab = val
         elif tag == DT_STRSZ:
             strsz = val
-    if strtab is None or not names:
-        return ()
+    if strtab is None:
+        return (), b""
     # DT_STRTAB is an address: find the file offset of the segment that
     # holds it.
     base = next((off + strtab - va for va, off, sz in loads
                  if va <= strtab < va + sz), None)
     if base is None:
-        return ()
+        return (), b""
     fh.seek(base)
-    table = fh.read(min(strsz or (1 << 20), 1 << 20))
-    out = []
-    for n in names:
-        end = table.find(b"\0", n)
-        if n >= len(table) or end < 0:
-            raise ValueError("DT_NEEDED outside the string table")
-        out.append(table[n:end].decode("utf-8", "replace"))
-    return tuple(out)
+    return names, fh.read(min(strsz or (1 << 20), 1 << 20))
 
 
 def program_path(argv0, cwd=None, env=None):

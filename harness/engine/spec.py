@@ -57,6 +57,12 @@ sector       bytes the storage writes atomically, 512, 1024, 2048 or 4096
              (default): below 4096 the power-loss cases also tear a write
              inside a 4096-byte block, a prefix of its sectors new
              (crash-model.md); `--sector` on the command line overrides it.
+fail_on      "error" (default) or "warning": the least severity of a
+             finding that fails the run (crash-model.md, "Severity"). A
+             warning (an ignored-error, a fault that cannot happen where
+             the program ran) is reported and passes under "error";
+             "warning" is the strict reading the built-in corpus uses.
+             `--fail-on` on the command line overrides it.
 disk         "normal" (default): runs use the scratch filesystem, with every
              disk error injected. "full": the same, and one more case per
              strategy and size, <combo>-disk=full (kind enospc), whose run
@@ -143,7 +149,8 @@ _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
           "sizes", "old", "old_dir", "setup", "timeout", "sector", "disk",
-          "teaches", "lesson", "fixed_by", "expect")
+          "fail_on", "teaches", "lesson", "fixed_by", "expect")
+FAIL_ON = ("error", "warning")
 SECTORS = (512, 1024, 2048, 4096)
 EXPECT_FIELDS = ("verdict", "kind", "model", "strategy", "size", "call",
                  "backend")
@@ -220,6 +227,8 @@ class Spec:
     old_dir: Path | None = None     # tree: the starting directory, absolute
     setup: tuple | None = None      # tree: argv that builds the start
     size_in_id: bool = True         # False: one size, case ids omit it
+    fail_on: str = "error"          # the least severity that fails the run
+                                    # (properties.py): "warning" is strict
 
     @property
     def buggy(self):
@@ -430,6 +439,8 @@ def _parse(path, data):
         c.fail("disk", "\"full\" is not for contract = \"tree\" (the full disk "
                        "is sized from the target's contents)")
 
+    fail_on = c.choice("fail_on", data.get("fail_on", "error"), FAIL_ON)
+
     sector = data.get("sector", 4096)
     if isinstance(sector, bool) or sector not in SECTORS:
         c.fail("sector", f"{sector!r} is not one of "
@@ -465,7 +476,7 @@ def _parse(path, data):
                 old="absent" if tree else old, timeout=float(timeout), disk=disk,
                 expect=tuple(expect), teaches=teaches, fixed_by=fixed_by,
                 sector=sector, lesson=lesson, old_dir=old_dir, setup=setup,
-                size_in_id=size_in_id)
+                size_in_id=size_in_id, fail_on=fail_on)
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, command_name
-from . import backend as backend_mod, calls, coords, fullfs, pool, realfs, runner, trace
-from ..judging import causes, explorer, models, oracle, payload, symbols
+from . import (backend as backend_mod, calls, coords, fullfs, pool, realfs,
+               runner, timelimit, trace)
+from ..judging import (causes, explorer, models, oracle, payload, properties,
+                       symbols)
 
 # The fault classes and the crash models, as the oracle defines them; a
 # sweep not told which models judges under DEFAULT_MODELS.
@@ -96,6 +98,7 @@ class Settings:
     sample: int = SAMPLE                        # cases sampled inside a group (select)
     fs: str | None = None                       # --fs: runs on this real filesystem
     fs_options: str = ""                        # its mount options (validate-models)
+    fail_on: str | None = None                  # --fail-on; None: each spec's
 
     @property
     def work_link(self):
@@ -600,10 +603,14 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
             how = functools.partial(runner.run, argv, backend=backend)
         else:
             how = server.run
+        # the limit looks at the run when it strikes: one that sleeps or
+        # makes progress goes on (timelimit.py)
+        limit = timelimit.Limit(timeout, trace=tr) \
+            if timeout is not None else None
         return how(cwd=work, plan=plan, trace=tr, watch=work,
                    snapdir=os.path.join(sdir, SNAPS)
                    if record and trace_from is None else None,
-                   shared=os.path.join(sdir, "shared"), timeout=timeout,
+                   shared=os.path.join(sdir, "shared"), timeout=limit,
                    trace_from=trace_from, trace_full=trace_full,
                    limit=settings.scratch_limit if settings else None,
                    note=os.path.join(sdir, NOTE), extra=extra)
@@ -909,18 +916,20 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
-            out, how = record_baseline(combo, scratch, settings)
+            out, how, why = record_baseline(combo, scratch, settings)
             if scratch_trouble(out, combo):
                 # stopped for the scratch: its files and snapshots say
                 # nothing, and may fill what the harness still writes
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
-            save_run(out, how)
+            save_run(out, how, why)
             stats = {}
             again = record_again(combo, out, settings, how)
             save_globs(scratch, again[1])
             cases = cases_of(combo, out, settings, how, again=again,
-                             stats=stats)
+                             stats=stats,
+                             blind=why if why.startswith("not seen whole")
+                             else "")
             if not any(c.error or c.skip for c in cases):
                 save_unseen(out)
             return cases, stats
@@ -963,6 +972,9 @@ def enumerate_cases(specs, settings, log=print):
             if isinstance(mine, runner.SetupError):
                 raise mine
             mine, stats = mine
+            how, why = backend_of(work / combo.prefix)
+            if how == "syscall" and why:
+                log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
             for c in mine:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
@@ -1214,31 +1226,130 @@ def keep_work(work):
 
 
 def record_baseline(combo, scratch, settings):
-    """(Outcome, backend) of the combo's baseline, recorded in SCRATCH
-    with the backend settings.backend asks for. auto runs a program the
-    preload can enter under it (backend.choose), and runs it again under
-    the system-call supervisor when that baseline shows changes to its
-    files that its trace does not account for (missed: a static helper,
-    raw system calls, stdio flushed at exit), unless the
-    supervisor's trace accounts for them no better; then the preload's
-    baseline is recorded once more and kept."""
+    """(Outcome, backend, why) of the combo's baseline, recorded in
+    SCRATCH with the backend settings.backend asks for, and why that one
+    (a sentence, "" when nothing needed saying).
+
+    auto runs a program the preload can enter under it (backend.choose:
+    not static, not Go, not setuid, linking no liburing), and runs it
+    again under the system-call supervisor when that baseline shows
+    changes to its files that its trace does not account for (missed: a
+    static helper, raw system calls, a file mkstemp made inside the C
+    library), or when the program imports syscall(2) and the supervisor
+    sees syncs or name changes the preload did not (blind_to): the
+    supervisor's baseline is kept unless it accounts for the changes no
+    better and sees nothing more. Under a preload asked for by name, a
+    program that imports syscall(2) or links liburing is recorded under
+    the supervisor too, and when that shows syncs the preload did not see
+    (or an io_uring set up), the baseline is
+    kept with the reason, which makes it a harness-error and runs no
+    other case of the combo (cases_of): the preload must not call data
+    "never fsynced" that was synced where it could not see."""
     timeout = timeout_of(combo, settings)
     argv = argv_of(combo)
-    how, _ = backend_mod.resolve(settings.backend, argv[0],
-                                 cwd=os.path.join(scratch, WORK))
+    how, why = backend_mod.resolve(settings.backend, argv[0],
+                                   cwd=os.path.join(scratch, WORK))
     out = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend=how)
-    if settings.backend != "auto" or how != "preload" or \
-            not missed(combo, out):
-        return out, how
-    clear_dir(scratch)
-    out = execute_run(combo, "", scratch, timeout, settings=settings,
+    if how != "preload" or settings.backend == "syscall":
+        return out, how, why
+    lost = settings.backend == "auto" and missed(combo, out)
+    raw = backend_mod.may_bypass(argv[0], cwd=os.path.join(scratch, WORK))
+    if not lost and not raw:
+        return out, "preload", why
+    lost_words = lost_text(combo, out) if lost else ""
+    preload_out = out
+    kept = scratch.parent / (scratch.name + ".preload")
+    shutil.rmtree(kept, ignore_errors=True)
+    os.rename(scratch, kept)
+    scratch.mkdir()
+    sup = execute_run(combo, "", scratch, timeout, settings=settings,
                       backend="syscall")
-    if not missed(combo, out):
-        return out, "syscall"
-    clear_dir(scratch)
-    return execute_run(combo, "", scratch, timeout, settings=settings), \
-        "preload"
+    blind = blind_to(preload_out, sup) if not sup.run.skipped else ""
+    syncs = (blind_to(preload_out, sup, names=False) if blind else "") or \
+        uring_set_up(sup)
+    if settings.backend == "preload":
+        # asked for by name: the preload's run; where it cannot see the
+        # syncs, nothing it says of durability stands
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.rename(kept, scratch)
+        out = load_run_of(combo, scratch, preload_out)
+        return out, "preload", (f"not seen whole: {syncs}; rerun with "
+                                "--backend syscall (or auto)") if syncs else ""
+    sup_lost = missed(combo, sup)
+    if lost and (not sup_lost or blind or uring_set_up(sup)):
+        shutil.rmtree(kept, ignore_errors=True)
+        return sup, "syscall", (f"its preload baseline shows {lost_words}: "
+                                "the system-call backend sees those calls")
+    if blind and not sup_lost:
+        shutil.rmtree(kept, ignore_errors=True)
+        return sup, "syscall", (f"it imports syscall(2), and {blind}: the "
+                                "system-call backend sees those calls")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.rename(kept, scratch)
+    out = load_run_of(combo, scratch, preload_out)
+    return out, "preload", ""
+
+
+def load_run_of(combo, scratch, out):
+    """OUT, a run recorded in a scratch since moved to SCRATCH, as an
+    Outcome reading its files there."""
+    return Outcome(run=out.run, scratch=Path(scratch),
+                   trace=trace.Lazy.load(os.path.join(scratch, "trace.jsonl")),
+                   trace_from=out.trace_from, trace_full=out.trace_full)
+
+
+# calls the preload may miss (a raw system call, one libc makes inside
+# another): the syncs, and the changes of a name
+_BLIND_SYNCS = frozenset(("fsync", "fdatasync", "sync", "syncfs", "msync"))
+_BLIND_NAMES = frozenset(("rename", "renameat", "renameat2", "unlink",
+                          "unlinkat", "link", "linkat", "mkdir", "mkdirat",
+                          "rmdir", "symlink", "symlinkat"))
+
+
+def blind_to(pre, sup, names=True):
+    """What the supervisor's run SUP saw that the preload's PRE did not,
+    in words ("" when nothing): more syncs, or (NAMES) more changes of
+    names, on the work directory's files (a raw syscall(SYS_fsync), a
+    remove(3) whose unlink the C library makes inside itself)."""
+    def counts(out, calls_):
+        n = {}
+        for r in trace.calls(out.records):
+            if r["call"] in calls_ and r.get("ret", -1) >= 0 and (
+                    r["call"] in ("sync", "syncfs") or touches(r, out.workdir)):
+                n[r["call"]] = n.get(r["call"], 0) + 1
+        return n
+    said = []
+    for calls_, what in ((_BLIND_SYNCS, "sync"), (_BLIND_NAMES, "name")):
+        if what == "name" and not names:
+            continue
+        a, b = counts(pre, calls_), counts(sup, calls_)
+        more = {k: b[k] - a.get(k, 0) for k in b if b[k] > a.get(k, 0)}
+        if more:
+            said.append(", ".join(f"{n} {k} call{'s' if n != 1 else ''}"
+                                  for k, n in sorted(more.items())))
+    if not said:
+        return ""
+    return ("the program makes " + " and ".join(said) + " on its files that "
+            "the preload does not see (raw system calls, or calls the C "
+            "library makes inside others)")
+
+
+def lost_text(combo, out):
+    """The changes OUT's trace misses (missed), in words."""
+    names = unseen_changes(combo, out)
+    if names:
+        return ("changes to " + ", ".join(f"'{n}'" for n in names[:3])
+                + " that its trace does not account for")
+    found = unseen_of(out)
+    if found:
+        u = found[0]
+        what = (f"the name '{u['path']}' come or go" if u.get("what") == "name"
+                else f"the content of '{u['path']}' change")
+        return (f"{what} with no call the preload saw (first seen at "
+                f"{u['at']}: a file mkstemp or tmpfile made, a raw system "
+                "call, or another call the C library makes inside its own)")
+    return "changes its trace does not account for"
 
 
 def missed(combo, out):
@@ -1291,10 +1402,13 @@ def unseen_changes(combo, out):
 
 
 def timeout_of(combo, settings):
+    """The time limit of the combo's baseline, and the floor of its
+    cases' (Judge.case_seconds): --timeout, else the spec's."""
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
-def cases_of(combo, out, settings, how="preload", again=None, stats=None):
+def cases_of(combo, out, settings, how="preload", again=None, stats=None,
+             blind=""):
     """The cases of a combo from its baseline OUT, recorded with the
     backend HOW, which runs them all: the baseline, the fault cases of
     the calls it made in its directory, the power-loss cases of its crash
@@ -1303,7 +1417,9 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
     names change (record_again). Their calls on the work directory must
     be the baseline's: those made otherwise are named in the baseline's
     harness-error, and no case is aimed at them. STATS, a dict, gets
-    what select counted."""
+    what select counted. BLIND: why the preload, asked for by name, does
+    not see the program whole (record_baseline): the baseline is then a
+    harness-error, and no case runs."""
     pre = combo.prefix
     run = out.run
     cases = []
@@ -1312,7 +1428,7 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None):
         return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                      skip=reason, backend=how)]
     blind = scratch_trouble(out, combo) or escapes(out) or \
-        nothing_intercepted(combo, out, how) or uring_set_up(out)
+        nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
@@ -1708,11 +1824,15 @@ def plan_rules(plan):
     return [r for r in plan.split(";") if r] if plan else []
 
 
-def fault_retried(faulted, calls_after):
+def fault_retried(faulted, calls_after, mapped=frozenset()):
     """Whether every call a fault fired on (of FAULTED, the records
     Outcome.faulted gives) was later made again, on the same file (or the
     same directory), and succeeded: the program saw the error and retried.
-    CALLS_AFTER(rec) gives the call records after rec, in seq order."""
+    CALLS_AFTER(rec) gives the call records after rec, in seq order. A
+    sync is no retry when the file was written again before it, by a call
+    or, for a file in MAPPED (inodes mapped shared), possibly by stores
+    into the mapping, which make no call: tdb cancelling its transaction
+    writes its old pages back through its mapping, then syncs."""
     faulted = [r for r in faulted if r["ev"] == "call" and r.get("fault")]
     if not faulted:
         return False
@@ -1732,10 +1852,28 @@ def fault_retried(faulted, calls_after):
         # short write, and none of them is its retry
         return tuple(b'"%s":%d' % (k.encode(), r[k]) for k in
                      ("off", "len", "ino") if type(r.get(k)) is int)
-    return all(any(same(r, later) and later.get("ret", -1) >= 0
-                   and not later.get("fault")
-                   for later in calls_after(r, needles(r)))
-               for r in faulted)
+    def retried(r):
+        if r["call"] in SYNC_CALLS and r.get("ino") in mapped:
+            return False
+        for later in calls_after(r, needles(r)):
+            if r["call"] in SYNC_CALLS and causes.changes_data(later) and \
+                    later.get("ino") == r.get("ino") and later.get("ret", -1) >= 0:
+                # written again before it was synced again: a sync of
+                # rewritten data (tdb cancelling its transaction puts the
+                # old pages back), not a retry of the dropped ones
+                return False
+            if same(r, later) and later.get("ret", -1) >= 0 and not later.get("fault"):
+                return True
+        return False
+    return all(retried(r) for r in faulted)
+
+
+def shared_maps(records):
+    """The inodes RECORDS show mapped MAP_SHARED: stores into them change
+    the file with no call (fault_retried)."""
+    return frozenset(r.get("ino") for r in trace.calls(records)
+                     if r["call"] in ("mmap", "mmap64") and r.get("ret", -1) != -1
+                     and "MAP_SHARED" in (r.get("flags") or ()))
 
 
 def data_path_hit(faulted, out):
@@ -1780,6 +1918,48 @@ def call_names(records):
             if flags and ("O_SYNC" in flags or "O_DSYNC" in flags):
                 names.update(f for f in flags if f in ("O_SYNC", "O_DSYNC"))
     return frozenset(names)
+
+
+SYNC_CALLS = frozenset(("fsync", "fdatasync", "msync"))
+SYNC_ALL = frozenset(("sync", "syncfs"))
+
+
+def synced_names(records, workdir, after=None):
+    """The names (relative to WORKDIR, "." for it) that a call of RECORDS
+    after seq AFTER synced successfully: a file's fsync, fdatasync or
+    msync, a directory's fsync; "*" for a sync of everything (sync,
+    syncfs)."""
+    base = str(workdir)
+    names = set()
+    for r in trace.calls(records):
+        if (after is not None and r["seq"] <= after) or r.get("ret", -1) < 0:
+            continue
+        if r["call"] in SYNC_ALL:
+            names.add("*")
+        elif r["call"] in SYNC_CALLS and r.get("path") and (
+                r["call"] != "msync" or "MS_SYNC" in (r.get("flags") or ())):
+            path = r["path"]
+            if path == base or path.startswith(base.rstrip("/") + "/"):
+                names.add(os.path.relpath(path, base))
+    return frozenset(names)
+
+
+def eintr_possible(faulted, workdir):
+    """Whether the EINTR a case injected could have happened where the
+    program ran: False when every call it fired on wrote a regular file
+    of the work directory (local) while no signal handler lacked
+    SA_RESTART (the trace's "intr", faults/record.c); True when one of
+    them says otherwise or the trace does not say."""
+    base = str(workdir).rstrip("/") + "/"
+    hits = [r for r in trace.calls(faulted)
+            if (r.get("fault") or {}).get("action") == "EINTR"]
+    if not hits:
+        return True
+    for r in hits:
+        if r.get("intr") != [] or r.get("dir") or \
+                not str(r.get("path") or "").startswith(base):
+            return True
+    return False
 
 
 # The verdicts of a run that claims success before its after-exit crash
@@ -1839,6 +2019,32 @@ def committed_before(judge, combo, out, faulted):
         elif payload.classify(durable.target, old, new) != "new":
             return False
     return True
+
+
+def backend_of(scratch):
+    """(backend, why) of the baseline saved in SCRATCH (save_run);
+    ("", "") when none was."""
+    try:
+        with open(Path(scratch) / "run.json") as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return "", ""
+    return info.get("backend", "preload"), info.get("backend_why", "")
+
+
+def backends(work, combos_):
+    """{workload: {"backend": ..., "why": ...}} of a sweep's baselines
+    (one entry per workload and backend: a workload's combos may differ),
+    for the reports: which backend ran each program, and why."""
+    out = {}
+    for combo in combos_:
+        how, why = backend_of(Path(work) / combo.prefix)
+        if not how:
+            continue
+        entry = out.setdefault(combo.spec.name, [])
+        if not any(e["backend"] == how and e["why"] == why for e in entry):
+            entry.append({"backend": how, "why": why})
+    return out
 
 
 def load_run(scratch):
@@ -1906,12 +2112,12 @@ def unseen_text(u):
             f"simulated where it happened")
 
 
-def save_run(out, how="preload"):
+def save_run(out, how="preload", why=""):
     r = out.run
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
-            "backend": how}
+            "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -2233,7 +2439,11 @@ class Judge:
                 target_name=target_name(combo.spec),
                 target_renamed=renamed is not None and renamed <= point.seq,
                 target_removed=removed is not None and removed <= point.seq,
-                calls=self.baseline_calls(combo, out), **base))
+                calls=self.baseline_calls(combo, out),
+                order=causes.History(out.records, str(out.workdir), point.seq),
+                synced_after=frozenset(
+                    name for seq, name in self.baseline_sync_seqs(combo, out)
+                    if seq > point.seq), **base))
             return self.result(case, combo, verdict, out, states=len(st),
                                 keep=False, upto=point.seq)
         if case.kind == "baseline":
@@ -2415,13 +2625,28 @@ class Judge:
                 keep=True)
         return self.judge_run(case, combo, out, base, keep=True)
 
+    def case_seconds(self, combo):
+        """A fault case's time limit: timelimit.MULTIPLE times its
+        baseline's duration, never below timeout_of (the floor); once
+        per process."""
+        key = ("limit", combo.prefix)
+        if key not in self._calls:
+            floor = timeout_of(combo, self.settings)
+            try:
+                with open(self.work / combo.prefix / "run.json") as fh:
+                    took = float(json.load(fh)["duration"])
+            except (OSError, ValueError, KeyError, TypeError):
+                took = 0.0
+            self._calls[key] = max(floor, timelimit.MULTIPLE * took)
+        return self._calls[key]
+
     def run_case(self, case, combo, scratch, reuse, trace_from, trace_full):
         """Execute a fault case's run in SCRATCH, forked from the combo's
         server where it has one (execute_run)."""
         server = self.server_for(combo, scratch, case.backend)
         try:
             return execute_run(combo, case.plan, scratch,
-                               timeout_of(combo, self.settings),
+                               self.case_seconds(combo),
                                reuse_input=reuse, server=server,
                                trace_from=trace_from, trace_full=trace_full,
                                settings=self.settings, backend=case.backend,
@@ -2431,7 +2656,7 @@ class Judge:
             # next ones of its command line
             self.close_server(refuse=True)
             return execute_run(combo, case.plan, scratch,
-                               timeout_of(combo, self.settings),
+                               self.case_seconds(combo),
                                reuse_input=True, trace_from=trace_from,
                                trace_full=trace_full, settings=self.settings,
                                backend=case.backend)
@@ -2693,14 +2918,20 @@ class Judge:
             # named as the case ids name calls: by file, "close(target.tmp)#1"
             fault_call=coords.Coords(out.records, str(out.workdir))[out.deciding]
             if out.deciding is not None else None,
-            fault_retried=fault_retried(faulted, out.calls_after)
+            fault_retried=fault_retried(faulted, out.calls_after,
+                                        shared_maps(out.records))
             if hard_ok else False,
             status=run.status, signal=run.signal, timed_out=run.timed_out,
             # SIGKILL after the library's crash record is the planned crash;
             # any other death by signal is the program's own.
             harness_killed=run.signal == 9 and any(
                 r["ev"] == "crash" for r in faulted),
+            # the floor of its limit: the case's own is a multiple of a
+            # measured duration, which would make its words differ from
+            # run to run
             timeout=timeout_of(combo, self.settings),
+            limit_state=run.extra.get("limit_state", ""),
+            eintr_possible=eintr_possible(faulted, out.workdir),
             target_name=target_name(combo.spec),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
         verdict = oracle.judge(oracle.Outcome(**facts))
@@ -2743,6 +2974,10 @@ class Judge:
                     raise
                 return None
             facts["calls"] = call_names(records)
+            facts["order"] = causes.History(records, str(out.workdir))
+            if case.kind in oracle.HARD:
+                facts["skipped_syncs"] = self.skipped_syncs(case, combo, out,
+                                                            faulted)
             first = None
             found = {}
             for m in self.settings.models:
@@ -2771,7 +3006,8 @@ class Judge:
                      if found.get(m) == verdict.verdict]
             if thin and not verdict.ok:
                 return None
-            if verdict.verdict == "unreported-error" and verdict.state and \
+            if verdict.state and (verdict.verdict == "unreported-error" or
+                                  case.kind == "eintr") and \
                     self.baseline_at_risk(combo):
                 # the baseline loses the data the same way: that defect,
                 # not the fault's
@@ -2783,8 +3019,120 @@ class Judge:
                 # its failure could not lose it, off the data path
                 facts["fault_on_data_path"] = False
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                             states)
+        elif verdict.ok and run.status not in (0, None) and \
+                self.failure_left_pending(case, combo, out, faulted):
+            # A program that reported its failure must still leave old or
+            # new in every state a power cut after its exit can leave
+            # (crash-model.md): a file whose fsync failed renamed over the
+            # target, then exit 1, is torn.
+            if lite or thin:
+                return None
+            records = out.records
+            exits = explorer.explore_exit(
+                records, out.snapdir, self.settings.models,
+                target_name(combo.spec), cap=self.settings.cap,
+                seed=self.settings.seed, exit_ok=False, blob_cache=out.blobs,
+                sector=self.sector(combo))
+            facts["calls"] = call_names(records)
+            facts["order"] = causes.History(records, str(out.workdir))
+            for m in self.settings.models:
+                states = self.states(combo, [exits[m]], only_after_exit=True)
+                judged += len(states)
+                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+                if not verdict.ok:
+                    model = m
+                    break
+            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                             states)
         return self.result(case, combo, verdict, out, states=judged,
                            model=model, keep=keep, under=under)
+
+    def rejudge_overwrite(self, case, combo, out, facts, verdict, states):
+        """VERDICT again, when its cause is the target written in place
+        (a crash state with nothing lost, a torn state without an
+        account): with whether the program renamed a file over the
+        target or removed it first, which decide the advice."""
+        if verdict.cause is None or verdict.cause.change != (
+                "overwrite", target_name(combo.spec)):
+            return verdict
+        facts["target_renamed"], facts["target_removed"] = \
+            self.target_history(case, combo, out)
+        return oracle.judge(oracle.Outcome(crash_states=states, **facts))
+
+    def failure_left_pending(self, case, combo, out, faulted):
+        """Whether a run that exited non-zero may have left a state after
+        its exit that no crash state before its fault shows: under an
+        atomic contract, it changed the target (renamed a file over it,
+        removed it, wrote it); under a checker, it changed a name or a
+        file after its fault fired. Under in-place any content is
+        acceptable after a reported failure. The explored states are
+        built from the whole trace: a lite run is run again."""
+        contract = combo.spec.contract
+        if contract == "in-place" or case.kind not in oracle.HARD:
+            return False
+        if contract in ("check", "tree"):
+            first = next((r["seq"] for r in trace.calls(faulted)
+                          if r.get("fault")), None)
+            return first is not None and any(
+                r["seq"] > first and r.get("ret", -1) >= 0
+                and (causes.changes_data(r) or r["call"] in causes.RENAME_CALLS
+                     or r["call"] in causes.UNLINK_CALLS
+                     or r["call"] in causes.LINK_CALLS)
+                and touches(r, out.workdir)
+                for r in trace.calls(out.records))
+        renamed, removed = self.target_history(case, combo, out)
+        return renamed or removed or self.target_written(case, combo, out)
+
+    def target_written(self, case, combo, out):
+        """Whether the run wrote into the target's own inode (or truncated
+        it): in OUT's trace, and for a lite run in its baseline's before
+        the faulted call."""
+        name = target_name(combo.spec)
+        if name is None:
+            return False
+        parts = [(out.records, str(out.workdir), None)]
+        if out.trace_from is not None:
+            baseline = load_run(self.work / combo.prefix)
+            parts.append((baseline.records, str(baseline.workdir), case.at))
+        for records, base, before in parts:
+            start = (causes.start_tree(records) or {}).get(name)
+            for r in trace.calls(records):
+                if (before is not None and r["seq"] >= before) or r.get("ret", -1) < 0:
+                    continue
+                mine = (start is not None and r.get("ino") == start) or \
+                    causes.named(r.get("path"), name, base)
+                if mine and (causes.changes_data(r) or "O_TRUNC" in
+                             (r.get("flags") or ())):
+                    return True
+        return False
+
+    def baseline_sync_seqs(self, combo, out):
+        """(seq, name) of every successful sync in the combo's baseline
+        OUT (synced_names, call by call), once per process."""
+        key = ("sync-seqs", combo.prefix)
+        if key not in self._calls:
+            self._calls[key] = [
+                (r["seq"], name) for r in trace.calls(out.records)
+                for name in synced_names([r], out.workdir)]
+        return self._calls[key]
+
+    def skipped_syncs(self, case, combo, out, faulted):
+        """The names the combo's baseline synced after the call CASE
+        faults (Case.at; a failed sync is not one it skipped) that OUT
+        did not sync after its fault fired:
+        the syncs the fault made the program skip (SQLite's directory
+        fsync, skipped when the directory's open fails)."""
+        fired = next((r["seq"] for r in trace.calls(faulted)
+                      if r.get("fault")), None)
+        if fired is None or case.at is None:
+            return frozenset()
+        base = load_run(self.work / combo.prefix)
+        want = {name for seq, name in self.baseline_sync_seqs(combo, base)
+                if seq > case.at}
+        return frozenset(want - synced_names(out.records, out.workdir,
+                                             after=fired))
 
     def result(self, case, combo, verdict, out, states, model=None, keep=False,
                upto=None, under=None):
@@ -2801,12 +3149,17 @@ class Judge:
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
             size=combo.size, call=case.call or None, backend=case.backend)]
         finding = verdict.verdict not in ("ok", "skipped")
+        # the sweep's own harness errors are not the oracle's: no severity
+        sev = verdict.severity or properties.severity(verdict.verdict)
         if verdict.verdict == "harness-error":
             passed = False
         elif not finding:
             passed = True
         else:
-            passed = any(e.verdict == verdict.verdict for e in expected)
+            # a finding fails unless a buggy variant expects it, or it is
+            # a warning and the run fails on errors only
+            passed = any(e.verdict == verdict.verdict for e in expected) or \
+                not properties.fails(sev, self.settings.fail_on or spec.fail_on)
         run = out.run if out is not None else None
         base = str(out.workdir) if out is not None else None
         excerpt = []
@@ -2842,6 +3195,9 @@ class Judge:
             "states": states,
             "seed": self.settings.seed,
             "verdict": verdict.verdict,
+            "severity": sev or None,
+            "property": verdict.cause.prop or None
+            if verdict.cause is not None else None,
             "passed": passed,
             "expected": [expect_dict(e) for e in expected],
             "finding": text,
@@ -2851,7 +3207,8 @@ class Judge:
             "cause": cause,
             "location": location,
             "reproduce": on_fs(reproduce(spec, case, self.settings.backend,
-                                         self.settings.models),
+                                         self.settings.models,
+                                         self.settings.fail_on),
                                spec, self.settings.fs),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
@@ -3169,12 +3526,13 @@ def expect_dict(e):
     return {k: v for k, v in e.__dict__.items() if v is not None}
 
 
-def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
+def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS,
+              fail_on=None):
     """One command that reruns this case alone (with the --backend the
     sweep was given, unless auto: auto decides as it did; with the
     --model that makes the case again: its own model when it is not a
-    default one, else the sweep's MODELS when they are not the
-    default)."""
+    default one, else the sweep's MODELS when they are not the default;
+    and its --fail-on, which decides whether a warning fails)."""
     own = getattr(spec, "reproduce_command", None)
     if own is not None:
         return own(case.id)
@@ -3201,6 +3559,8 @@ def reproduce(spec, case, backend="auto", models=DEFAULT_MODELS):
         command += f" --model {','.join(want)}"
     if backend != "auto":
         command += f" --backend {backend}"
+    if fail_on is not None:
+        command += f" --fail-on {fail_on}"
     return command
 
 

@@ -231,7 +231,8 @@ class Lazy:
     # between names the file: the snapshot gives what reads see and the
     # fsync makes it durable, whatever the writes put there. Such a write
     # is a line the library writes in one of these shapes (no sync flag;
-    # thin or not; with or without a fault; a snapshot of that file alone,
+    # thin or not; with or without a fault, an EINTR's with the signals
+    # that could interrupt it; a snapshot of that file alone,
     # a range or whole, or none), read to where its snapshot's object
     # opens: the rest is told by its braces, for the range's bytes are
     # most of the line and a pattern costs a step per byte. The fsync is
@@ -243,7 +244,7 @@ class Lazy:
         rb'"path":"[^"\\]*",'
         rb'"ino":(\d+),(?:"off":-?\d+,)?(?:"len":-?\d+,)?'
         rb'"flags":\[(?:"O_APPEND")?\],"ret":-?\d+,"errno":\d+(?:,"thin":true)?'
-        rb'(?:,"fault":\{"rule":\d+,"action":"[^"\\]*"\})?'
+        rb'(?:,"fault":\{"rule":\d+,"action":"[^"\\]*"\}(?:,"intr":\[[\d,]*\])?)?'
         rb'(?:\}\Z|,"snap":\{"files":\{"\2":\{)')
     _WHOLE_SYNC = re.compile(
         rb'\{"ev":"call","seq":\d+,"pid":-?\d+,"call":"(?:fsync|fdatasync)",'

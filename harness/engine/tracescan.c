@@ -178,8 +178,17 @@ static int moot_write(const char *line, size_t n, const char **ino,
 	fault = c;
 	if (lit(&fault, ",\"fault\":{\"rule\":") && digits(&fault, NULL, NULL) &&
 	    lit(&fault, ",\"action\":\"") && plain_string(&fault) &&
-	    lit(&fault, "}"))
+	    lit(&fault, "}")) {
 		c = fault;
+		/* an EINTR's: the signals that could interrupt the call */
+		if (lit(&fault, ",\"intr\":[")) {
+			while (fault.p < fault.end &&
+			       ((*fault.p >= '0' && *fault.p <= '9') || *fault.p == ','))
+				fault.p++;
+			if (lit(&fault, "]"))
+				c = fault;
+		}
+	}
 	if (c.end - c.p == 1 && *c.p == '}') {
 		*end = c.end;
 		return (int)i + 1;

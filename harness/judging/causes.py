@@ -23,6 +23,7 @@ decided it). This module works on the trace around it:
 
 import hashlib
 import os
+import re
 
 from ..engine import calls as calls_mod, coords
 from . import symbols
@@ -60,12 +61,19 @@ def changes_data(rec):
     return _cls(name) == "C_DATA"
 
 
+# Preallocation: a program whose posix_fallocate or fallocate fails can
+# write the data all the same (tdb falls back to pwrite), and one that
+# cannot fails at its write; the trace does not carry fallocate's mode,
+# and the outcome (contract, crash states) catches a hole punched and lost
+PREALLOC_CALLS = frozenset(("posix_fallocate", "fallocate"))
+
+
 def on_data_path(rec, records):
     """Whether the faulted call REC could lose or corrupt data. RECORDS
     is the run's trace (the records before REC are read for a close)."""
     name = rec.get("call")
-    if name in OPEN_CALLS:
-        return False                # an open the program can fall back from
+    if name in OPEN_CALLS or name in PREALLOC_CALLS:
+        return False                # calls the program can fall back from
     if name in SYNC_CALLS:
         return True
     if name in CLOSE_CALLS or name in STREAM_CALLS:
@@ -196,6 +204,11 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
     def renamed_to(r):
         return r.get("call") in RENAME_CALLS and named(r.get("path2"), name, base)
 
+    def linked_to(r):
+        # git's objects: written under a temporary name, link()ed to theirs
+        return r.get("call") in ("link", "linkat") and \
+            named(r.get("path2"), name, base)
+
     if kind == "overwrite":
         return _overwrite(records, done, name, base)
     if kind in ("rename", "replace", "move-in"):
@@ -214,8 +227,9 @@ def deciding_record(cause, records, faulted=(), base=None, upto=None):
     # the file's data: its inode, by the last record that named it
     inode = None
     for r in reversed(done):
-        if renamed_to(r) or (r.get("call") not in RENAME_CALLS
-                             and named(r.get("path"), name, base)):
+        if renamed_to(r) or linked_to(r) or (
+                r.get("call") not in RENAME_CALLS | LINK_CALLS
+                and named(r.get("path"), name, base)):
             inode = r.get("ino")
             break
     if kind == "sync-failure":
@@ -268,11 +282,11 @@ def describe(workload, verdict, cause, rec, base=None, location=None,
     site = ""
     if rec is not None:
         call = f"{rec.get('call')}#{rec.get('n')}"
-        # a rename's file is the name it made, unless it stands for the
-        # removal of the name it took away
+        # a rename's (or a link's) file is the name it made, unless it
+        # stands for the removal of the name it took away
         away = cause.change is not None and cause.change[0] == "unlink"
-        path = rec.get("path2") if rec.get("call") in RENAME_CALLS and not away \
-            else rec.get("path")
+        named_new = rec.get("call") in RENAME_CALLS | {"link", "linkat"}
+        path = rec.get("path2") if named_new and not away else rec.get("path")
         file = _rel(path, base) if path else None
         if location is not None and location.get("line"):
             site = f"{location['object']}+{location['offset']}"
@@ -284,12 +298,39 @@ def describe(workload, verdict, cause, rec, base=None, location=None,
         # a file's data, however much of it a state lost, is one thing
         kind = "data" if cause.change[0] in ("data", "blocks", "size", "flush") \
             else cause.change[0]
-        site = f"{kind} {coords.pattern(file, globs)}"
-    key = hashlib.sha256("\0".join((workload, verdict, cause.rule, site))
+        site = f"{kind} {family(coords.pattern(file, globs))}"
+    # one cause, one defect: the rule broken and where, whichever verdict
+    # each case showed it by (a power cut during the run tears what one
+    # after its exit finds not durable)
+    key = hashlib.sha256("\0".join((workload, cause.rule, site))
                          .encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    entry = {"key": key, "rule": cause.rule, "call": call, "file": file,
-             "site": site}
+    entry = {"key": key, "rule": cause.rule, "property": cause.prop or None,
+             "call": call, "file": file, "site": site}
     return entry, location
+
+
+_HEX_DIR = re.compile(r"[0-9a-f]{2}\Z")
+_HASHY = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
+
+
+def family(name):
+    """The pattern of files like NAME, for cases with no call site to
+    group by: a directory of two hex digits is "??", a run of hex digits
+    holding a digit and six or more long (an object's hash, a log's
+    number) is "*": git's loose objects, '.git/objects/3e/3ea07c...' and
+    '.git/objects/19/9744cf...', are both '.git/objects/??/*', LevelDB's
+    '000009.log' is '*.log'."""
+    if not name:
+        return name
+    parts = []
+    names = name.split("/")
+    for i, part in enumerate(names):
+        if i < len(names) - 1 and _HEX_DIR.match(part):
+            parts.append("??")
+            continue
+        parts.append(_HASHY.sub(lambda m: "*" if len(m.group(0)) >= 6
+                                else m.group(0), part))
+    return "/".join(parts)
 
 
 def title(case):
@@ -308,3 +349,137 @@ def title(case):
         where.append(f"at {loc['text']}")
     text = f"{case['verdict']}: {cause.get('rule') or case.get('finding', '')}"
     return text + (f" ({' '.join(where)})" if where else "")
+
+
+# ------------------------------------------------------------------ ordering
+
+# changes that are a file's data, and those a state's account gives
+# without a call of their own (ext4's forced write-out at a rename)
+_DATA_KINDS = frozenset(("data", "blocks", "size", "torn", "truncate"))
+_NO_CALL = frozenset(("flush",))
+
+
+class History:
+    """The calls behind a crash state's changes, in the order the program
+    made them: whether a state kept a change made after one it lost (an
+    ordering the program needed and did not enforce: a rename before the
+    data it names, a ref before the objects it points to).
+
+    RECORDS is the trace the states were built from, BASE the work
+    directory, UPTO the seq of the crash point (None: every record)."""
+
+    def __init__(self, records, base, upto=None):
+        self._all, self.upto = records, upto
+        self._records = None        # filtered on first use: most states
+        self.base = base            # judged never ask
+        self._seqs = {}
+
+    @property
+    def records(self):
+        if self._records is None:
+            self._records = [r for r in _calls(self._all)
+                             if self.upto is None or r["seq"] <= self.upto]
+        return self._records
+
+    def seq_of(self, kind, name):
+        """The seq of the call that made the change (KIND, NAME), or None
+        when the trace does not show it."""
+        key = (kind, name)
+        if key not in self._seqs:
+            want = "data" if kind in _DATA_KINDS else kind
+            from .oracle import Cause
+            rec = deciding_record(Cause("", change=(want, name)), self.records,
+                                  base=self.base)
+            self._seqs[key] = rec["seq"] if rec is not None else None
+        return self._seqs[key]
+
+    def later(self, st):
+        """((kind, name, detail) lost, (kind, name, detail) kept): a change
+        the state lost, and a change made after it that the state kept
+        (persisted, or durable already: a name the state did not lose),
+        or None when every change made after each lost one was lost too."""
+        lost = [_fields(c) for c in getattr(st, "lost", None) or ()]
+        gone = {(c[0] in _DATA_KINDS, c[1]) for c in lost}
+        for c in lost:
+            if c[0] in _NO_CALL or c[0] == "sync-failure":
+                continue
+            seq = self.seq_of(c[0], c[1])
+            if seq is None:
+                continue
+            kept = []
+            for r in self.records:
+                if r["seq"] <= seq or r.get("ret", -1) < 0:
+                    continue
+                k = self._change(r)
+                if k is not None and (k[0] == "data", k[1]) not in gone:
+                    kept.append(k)
+            if kept:
+                # the change that most plainly depends on the lost one:
+                # a name given to the lost file (git's link of an
+                # object, a rename over it), else a change of a name
+                # (gzip's unlink of its input), else a change of a file
+                # that was there before the run (logrotate's truncation
+                # of the log it copied), else the first kept
+                start = set(self.start or ())
+
+                def rank(k):
+                    if k[1] == c[1] and k[0] != "data":
+                        return 0
+                    if k[0] in ("rename", "unlink", "link", "symlink"):
+                        return 1
+                    if k[0] == "data" and k[1] in start:
+                        return 2
+                    return 3
+                return c, min(kept, key=rank)
+        return None
+
+    @property
+    def start(self):
+        """The names of the files in the work directory when the run
+        started."""
+        if not hasattr(self, "_start"):
+            self._start = start_tree(self._all) or {}
+        return self._start
+
+    def appended(self, name):
+        """Whether the last call that wrote NAME's data appended to it (a
+        write on a descriptor opened O_APPEND)."""
+        rec = self._data_record(name)
+        return rec is not None and "O_APPEND" in (rec.get("flags") or ())
+
+    def _data_record(self, name):
+        from .oracle import Cause
+        return deciding_record(Cause("", change=("data", name)), self.records,
+                               base=self.base)
+
+    def _change(self, r):
+        """(kind, name, detail) of the change record R made in the work
+        directory, or None (a read, a sync, a call elsewhere)."""
+        call = r.get("call")
+
+        def rel(path):
+            if not path or not self.base or not (
+                    path == self.base or path.startswith(self.base.rstrip("/") + "/")):
+                return None
+            return os.path.relpath(path, self.base)
+        if call in RENAME_CALLS:
+            new, old = rel(r.get("path2")), rel(r.get("path"))
+            return ("rename", new, old or "") if new else None
+        if call in UNLINK_CALLS:
+            name = rel(r.get("path"))
+            return ("unlink", name, "") if name else None
+        if call in LINK_CALLS:
+            name = rel(r.get("path2") or r.get("path"))
+            return (call.rstrip("at"), name, "") if name else None
+        if call in OPEN_CALLS and "O_CREAT" in (r.get("flags") or ()):
+            name = rel(r.get("path"))
+            return ("create", name, "") if name else None
+        if changes_data(r):
+            name = rel(r.get("path"))
+            return ("data", name, "") if name else None
+        return None
+
+
+def _fields(change):
+    return (getattr(change, "kind", None), getattr(change, "name", None),
+            getattr(change, "detail", "") or "")

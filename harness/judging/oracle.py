@@ -72,9 +72,13 @@ otherwise):
                        through all the same.
 
 Every verdict but ok, skipped and harness-error carries a `cause` (the
-defect behind it, what reports group cases by: the rule broken and the
-call or change that decided it, see Cause) and the finding names the file
-the faulted call hit.
+defect behind it, what reports group cases by: the rule broken, the
+call or change that decided it and the property it breaks, see Cause;
+for a crash state, _state_cause derives them from the state and the
+calls, so that the advice never contradicts the state shown) and the
+finding names the file the faulted call hit. judge() gives every
+finding its severity (properties.severity): a warning for ignored-error
+and for what an EINTR that cannot happen where the program ran caused.
 
 Crash states: judge() accepts any objects with the attributes `label` (str:
 crash point and state, e.g. "after rename#1: durable only"), `target`
@@ -89,11 +93,11 @@ import errno as errno_mod
 import os
 import re
 import signal as signal_mod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from . import payload
+from . import payload, properties
 from . import models as _models
-from .explorer import RULE_IN_PLACE, RULE_ONE_RENAME
+from .explorer import RULE_FSYNC_FAILED, RULE_IN_PLACE, RULE_ONE_RENAME
 
 # the explorer's words where a crash state shows the same defect: the
 # cases of one defect share its rule
@@ -186,6 +190,24 @@ class Outcome:
                                         # names only those
     require_message: bool = False       # the built-in corpus: a failure must
                                         # name the call and the error in stderr
+    eintr_possible: bool = True         # an injected EINTR could happen where
+                                        # the program ran: False when every
+                                        # faulted call wrote a local regular
+                                        # file and no signal handler lacked
+                                        # SA_RESTART (the trace's "intr")
+    limit_state: str = ""               # a run past its time limit: what it
+                                        # was doing ("spinning: ...",
+                                        # "blocked: ...", "sleeping: ...")
+    skipped_syncs: frozenset = frozenset()  # names (relative; "." the work
+                                        # directory) the fault-free run syncs
+                                        # and this one, after its fault, did
+                                        # not: the syncs the fault made the
+                                        # program skip
+    synced_after: frozenset = frozenset()   # names this run syncs (successfully)
+                                        # after the crash point of its states
+    order: object = None                # history (causes.History) that says
+                                        # whether a state kept a change made
+                                        # after one it lost; None: not known
 
     def __post_init__(self):
         if self.contract not in CONTRACTS:
@@ -218,6 +240,8 @@ class Cause:
     rule and deciding call site (sweep.cause_key) are one defect."""
     rule: str                   # the rule broken, short: "check what fsync returns"
     call: str | None = None     # the deciding call's coordinate: "fsync#1"
+    prop: str = ""              # the property broken (properties.PROPERTIES):
+                                # "ordering", "error/unreported", ...
     change: tuple | None = None  # a crash state's deciding lost change:
                                 # (kind, name) of explorer.Change, e.g.
                                 # ("unlink", "kv.db-journal"); or
@@ -234,6 +258,8 @@ class Verdict:
     cause: Cause | None = None  # the defect behind a finding (None for ok,
                                 # skipped, harness-error)
     note: str = ""              # for an ok: "recovered from fsync#1=EIO ..."
+    severity: str = ""          # error | warning ("" for ok and skipped):
+                                # properties.severity
 
     @property
     def ok(self):
@@ -314,6 +340,13 @@ def _naming_line(stderr, errno_name, call):
         if line.strip() and noticed(line, errno_name, call):
             return line.strip()
     return _first_line(stderr)
+
+
+def _said(o):
+    """The first line the program printed on stderr, "" when none: a
+    program that printed something, though not the error, did not go on
+    "without a word"."""
+    return _first_line(o.stderr)
 
 
 def _first_line(text):
@@ -512,7 +545,10 @@ def _lost_update_text(o):
 def _unreported_text(o, lost=""):
     """What a silent data-path fault means; LOST says what it cost, as the
     start of a sentence, when the data was lost or put at risk."""
-    text = (f"{_failed(o)}, yet the program exited 0 without a word, so whoever ran "
+    said = _said(o)
+    how = ("without a word" if not said else
+           f"printing only {said!r}, which does not name the error")
+    text = (f"{_failed(o)}, yet the program exited 0 {how}, so whoever ran "
             "it believes the data is safe.")
     if lost:
         text += f" {lost}"
@@ -520,9 +556,16 @@ def _unreported_text(o, lost=""):
              "non-zero with a message naming the call and strerror(errno).")
     if _sync_call(o.call):
         call = o.call.split("#")[0]
-        text += (f" Do not retry a failed {call}: Linux drops the dirty pages it "
-                 "covered, so a retry succeeds without writing them; write the data "
-                 "again from the program's own copy into a fresh file instead.")
+        if o.fault_retried:
+            text += (f" Do not retry a failed {call}: Linux drops the dirty pages "
+                     "it covered, so a retry succeeds without writing them; write "
+                     "the data again from the program's own copy into a fresh file "
+                     "instead.")
+        else:
+            text += (f" After a failed {call} the data it covered is not on the "
+                     "disk and never will be (Linux drops those dirty pages): stop "
+                     "there, or write the data again from the program's own copy "
+                     "into a fresh file.")
     return text
 
 
@@ -577,6 +620,12 @@ def _deciding_change(st, rule, target):
     lost = _lost_changes(st)
     if not lost:
         return None
+    kinds = _DERIVED_KINDS.get(rule)
+    if kinds is not None:
+        # a rule _derived_rule gave: its change, the first lost of its kind
+        for k, name, _ in lost:
+            if k in kinds:
+                return (k, name)
     for k, name, _ in lost:
         # the change the rule names ("after creating 'MANIFEST-000010'")
         if name in quoted and k in _DIR_CHANGES and any(
@@ -602,18 +651,21 @@ def _derived_rule(o, st, calls, fallback=True):
     alone), from what the state lost and the calls the program made:
     SQLite commits by unlinking its journal, so the fix is a directory
     fsync after the unlink, not one "before renaming"."""
+    # the rule names no file: the cases of one defect share it whichever
+    # file each lost (the state's account names them)
     for k, name, detail in _lost_changes(st):
         if k == "unlink":
-            return f"fsync the directory after removing '{name}'"
-        if k == "rename":
-            return f"fsync the directory after renaming '{detail}' to '{name}'"
-        if k in ("create", "link", "replace"):
-            return f"fsync the directory after creating '{name}'"
+            return "fsync the directory after removing a file"
+        if k in ("rename", "replace"):
+            # a new entry over an existing name is a rename's
+            return "fsync the directory after a rename"
+        if k in ("create", "link"):
+            return "fsync the directory after creating a file"
     for k, name, _ in _lost_changes(st):
         if k in _DATA_CHANGES:
-            return f"fsync '{name}' after writing it, before exiting 0"
+            return "fsync a file after writing it, before exiting 0"
         if k == "sync-failure":
-            return RULE_NO_SYNC_RETRY
+            return RULE_SYNC_FAILED
     if not fallback:
         return ""
     if o.contract == "in-place":
@@ -679,6 +731,14 @@ def _why(st):
     durable, so that loss changed nothing, and saying it did not happen
     reads as if the data were gone."""
     why = getattr(st, "why", "") or ""
+    for k, name, _ in _change_fields_all(st, lost=True):
+        if k == "sync-failure":
+            # the data that persisted is what the failed sync left in
+            # the write-back queue: "reached the disk" alone, beside the
+            # blocks it dropped, contradicts them
+            why = why.replace(f"'{name}' data reached the disk",
+                              f"'{name}' data reached the disk but for what "
+                              "the failed sync dropped")
     if "forced write-out" not in why:
         return why
     lost_data = {_change_fields(c)[1] for c in getattr(st, "lost", None) or ()
@@ -690,6 +750,13 @@ def _why(st):
             if not any(part.startswith(f"the forced write-out of '{name}'")
                        for name in moot)]
     return "; ".join(keep)
+
+
+def _change_fields_all(st, lost=False):
+    """The (kind, name, detail) of a state's lost changes (LOST) or of its
+    persisted ones."""
+    return [_change_fields(c) for c in getattr(st, "lost" if lost else
+                                               "persisted", None) or ()]
 
 
 def _crash_state_verdict(o, succeeded, quiet):
@@ -709,10 +776,165 @@ def _crash_state_verdict(o, succeeded, quiet):
     also = f" ({len(failing)} of {len(o.crash_states)} crash states fail)" \
         if len(failing) > 1 else ""
     finding = f"crash state '{st.label}': expected {_expected(o, claimed)}, found {found}{also}"
-    rule = _fitted_rule(o, st, o.calls, fallback=verdict == "not-durable")
+    prop, rule, change, why = _state_cause(o, st, verdict, claimed)
+    advice = _advice(rule, change)
+    if verdict == "not-durable":
+        explanation = (f"The program exited 0, so it claimed the new content was safe, "
+                       f"but a power cut at this point ({st.label}) loses it"
+                       f"{_because(why)} {_sentence(advice)}")
+        if quiet and not o.known_at_risk:
+            # the fault nobody noticed is what put the data at risk (a
+            # retried sync: the retry, that wrote nothing)
+            cause = Cause(rule=RULE_NO_SYNC_RETRY if o.fault_retried and
+                          _sync_call(o.call) else _check_rule(o), call=o.call,
+                          prop="error/unreported")
+            retried = (f", it called {o.call.split('#')[0]} again"
+                       if o.fault_retried else "")
+            return Verdict(
+                "unreported-error",
+                f"exited 0 after {o.plan}: {_failed(o)}{retried}, and {finding}",
+                " ".join(_unreported_text(
+                    o, f"A power cut after it exited ({st.label}) loses the new "
+                       f"content{_because(why)}").split()),
+                state=st.label, cause=cause)
+    else:
+        explanation = _torn_text(o, verdict, st, advice, why)
+    cause = Cause(rule=rule, change=change, prop=prop)
+    if rule == _skipped_rule((o.call or "#").split("#")[0]):
+        # the defect is where the program took the failure for success
+        cause = Cause(rule=rule, call=o.call, prop=prop)
+    return Verdict(verdict, finding, " ".join(explanation.split()), state=st.label,
+                   cause=cause)
+
+
+# The rules _derived_rule gives name no file, so that the cases of one
+# defect share one whichever file each lost; the explanation names it.
+_NAMED_ADVICE = {
+    "fsync the directory after removing a file":
+        "fsync the directory after removing '{name}'",
+    "fsync the directory after a rename":
+        "fsync the directory after the rename to '{name}'",
+    "fsync the directory after creating a file":
+        "fsync the directory after creating '{name}'",
+    "fsync a file after writing it, before exiting 0":
+        "fsync '{name}' after writing it, before exiting 0",
+}
+
+
+# the lost changes each rule of _derived_rule is about
+_DERIVED_KINDS = {
+    "fsync the directory after removing a file": ("unlink",),
+    "fsync the directory after a rename": ("rename", "replace"),
+    "fsync the directory after creating a file": ("create", "link"),
+    "fsync a file after writing it, before exiting 0": _DATA_CHANGES,
+}
+
+
+def _advice(rule, change):
+    """RULE as the explanation says it: naming the file of the deciding
+    CHANGE where the rule is one of those that name none."""
+    if change and rule in _NAMED_ADVICE:
+        return _NAMED_ADVICE[rule].format(name=change[1])
+    if rule == RULE_IN_PLACE:
+        return ("write a temporary file in the same directory, fsync it, "
+                "rename it over the target and fsync the directory, instead "
+                "of rewriting the target in place")
+    return rule
+
+
+# A crash state's cause, by the property it breaks (properties.py).
+RULE_SYNC_FAILED = ("after fsync fails, the data it covered is not on the "
+                    "disk and never will be: stop there (or write the data "
+                    "again from a copy into a fresh file) instead of going on "
+                    "as if it were")
+RULE_APPEND = ("make the reader drop a torn last record (a length and a "
+               "checksum per record): no fsync placement keeps a power cut "
+               "between an append and its sync from cutting it short or "
+               "leaving garbage at the end")
+RULE_ORDER = ("make a file durable (fsync it, and its directory when its "
+              "name is new) before the change that depends on it")
+
+def _skipped_rule(call):
+    """The rule a fault breaks that made the program skip a sync it
+    makes otherwise (SQLite's open of the directory for its fsync)."""
+    return (f"check what {call} returns: when it fails, the sync it leads "
+            "to never happens")
+
+
+def _state_cause(o, st, verdict, claimed):
+    """(property, rule, deciding change, why) of a failing crash state:
+    the property it breaks (properties.py), the advice that follows from
+    it and from the calls the program made, the change that decided it,
+    and the state's account of what persisted, never contradicting the
+    state shown."""
+    lost = _lost_changes(st)
     target = o.target_name
     why = _why(st)
+    rule = _fitted_rule(o, st, o.calls, fallback=verdict == "not-durable")
     change = _deciding_change(st, rule, target)
+    kinds = {k for k, _, _ in lost}
+    # a failed sync dropped what the state lost: what the program did
+    # after the failure decides, not where a sync is missing
+    failed = next(((k, n) for k, n, _ in lost if k == "sync-failure"), None)
+    if failed is not None or rule in (RULE_NO_SYNC_RETRY, RULE_FSYNC_FAILED):
+        change = failed or change
+        if o.fault_retried and _sync_call(o.call or ""):
+            return "error/unreported", RULE_NO_SYNC_RETRY, change, why
+        return "error/ignored", RULE_SYNC_FAILED, change, why
+    # the fault made the program skip a sync it makes otherwise
+    skipped = _skipped(o, lost)
+    if skipped is not None:
+        call = o.call.split("#")[0]
+        name = skipped[1]
+        why = (f"{why}; the failed {call} made the program skip the sync of "
+               f"'{_home(skipped, name)}' it makes in a run without the fault")
+        return "error/ignored", _skipped_rule(call), skipped, why
+    if not lost and getattr(st, "lost", None) is not None:
+        # everything the program had done by then reached the disk, and
+        # that is itself neither old nor new: it was midway
+        why = ("every change the trace shows the program making by this "
+               "point reached the disk, and that is itself neither the old "
+               "content nor the new: the program was in the middle of its "
+               "update")
+        if o.contract == "tree":
+            return "atomicity/calls", rule or TREE_FIX.rstrip("."), change, why
+        prop = "atomicity/calls"
+        if change is None and target is not None:
+            if o.target_renamed:
+                rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
+                if o.fault_fired and o.kind in HARD:
+                    # it went on past its failed call to the rename
+                    prop = "error/ignored"
+            elif o.target_removed:
+                rule, change = RULE_KEEP_TARGET, ("unlink", target)
+            else:
+                rule, change = RULE_IN_PLACE, ("overwrite", target)
+        # an update made in place is half done at a power cut, whatever
+        # reaches the disk: the explorer's rule for it
+        return prop, rule or RULE_IN_PLACE, change, why
+    appended = _torn_append(o, st, lost)
+    if appended is not None:
+        why = (f"{why}; the program syncs '{appended}' after this point, so "
+               "the append was cut between its write and its sync")
+        return "atomicity/append", RULE_APPEND, ("data", appended), why
+    later = o.order.later(st) if o.order is not None else None
+    if later is not None:
+        first, then = later
+        why = (f"{why}; yet {_change_words(then)}, made after "
+               f"{_change_words(first, lost=True)}, persisted")
+    elif rule in (_BEFORE_RENAME, RULE_WHOLE_BEFORE_RENAME) and any(
+            k in _DATA_CHANGES for k, _, _ in lost):
+        # the explorer's own account says it: the new name of a file
+        # whose data did not persist reached the disk (pending or synced)
+        later = (None, None)
+    if later is not None:
+        first, then = later
+        if rule in _TARGET_ORDER_RULES or then is None:
+            return "ordering", rule, change or ("rename", target), why
+        # the defect is where the program made the change that depends
+        # on what it had not made durable: one place, whichever file
+        # each state lost (git's ref update, gzip's removal of its input)
+        return "ordering", RULE_ORDER, (then[0], then[1]), why
     if change is None and verdict == "torn" and target is not None:
         # a state as torn as what a read saw then: the program had
         # renamed an incomplete file over the target, removed the target
@@ -726,36 +948,153 @@ def _crash_state_verdict(o, succeeded, quiet):
             change = ("overwrite", target)
     elif change is None and verdict == "missing":
         change = ("unlink", target)
-    cause = Cause(rule=rule or (RULE_KEEP_TARGET if verdict == "missing" else
-                                RULE_IN_PLACE if change == ("overwrite", target)
-                                else "write a temporary file, fsync it, rename it"),
-                  change=change)
-    if verdict == "not-durable":
-        explanation = (f"The program exited 0, so it claimed the new content was safe, "
-                       f"but a power cut at this point ({st.label}) loses it"
-                       f"{_because(why)} {_sentence(rule)}")
-        if quiet and not o.known_at_risk:
-            # the fault nobody noticed is what put the data at risk (a
-            # retried sync: the retry, that wrote nothing)
-            cause = Cause(rule=RULE_NO_SYNC_RETRY if o.fault_retried and
-                          _sync_call(o.call) else _check_rule(o), call=o.call)
-            retried = (f", it called {o.call.split('#')[0]} again"
-                       if o.fault_retried else "")
-            return Verdict(
-                "unreported-error",
-                f"exited 0 after {o.plan}: {_failed(o)}{retried}, and {finding}",
-                " ".join(_unreported_text(
-                    o, f"A power cut after it exited ({st.label}) loses the new "
-                       f"content{_because(why)}").split()),
-                state=st.label, cause=cause)
+    rule = rule or (RULE_KEEP_TARGET if verdict == "missing" else
+                    RULE_IN_PLACE if change == ("overwrite", target)
+                    else "write a temporary file, fsync it, rename it")
+    if claimed:
+        return "durability", rule, change, why
+    # before the program claimed anything: the update was half on the
+    # disk, in one write's blocks (existing blocks of one file overwritten
+    # in place, torn, nothing else of that file pending: no truncation,
+    # no new size) or across several calls
+    files = {n for _, n, _ in lost}
+    one = kinds <= {"blocks", "torn"} and len(files) == 1 and not any(
+        n in files for _, n, _ in _change_fields_all(st))
+    return ("atomicity/call" if one else "atomicity/calls"), rule, change, why
+
+
+# the explorer's rules about the target that are already an ordering's
+_TARGET_ORDER_RULES = (RULE_WHOLE_BEFORE_RENAME, "fsync the file before renaming "
+                       "it over the target", "fsync the file after writing it, "
+                       "before reporting success")
+
+
+def _home(change, name):
+    """The name a sync covers a change by: its directory for a change of a
+    name, the file itself for its data."""
+    if change[0] in _DATA_CHANGES or change[0] == "sync-failure":
+        return name
+    return os.path.dirname(name) or "."
+
+
+def _skipped(o, lost):
+    """The lost change a sync that the fault made the program skip
+    would have made durable (Outcome.skipped_syncs), or None."""
+    if not o.skipped_syncs or not o.fault_fired or o.kind not in HARD:
+        return None
+    for k, name, _ in lost:
+        if _synced(_home((k, name), name), o.skipped_syncs):
+            return (k, name)
+    return None
+
+
+def _synced(name, names):
+    """Whether NAMES (sweep.synced_names) cover NAME: it, or "*", a sync
+    of everything."""
+    return name in names or "*" in names
+
+
+def _torn_append(o, st, lost):
+    """The file whose appended end the state lost, when the program
+    syncs it after this crash point (Outcome.synced_after): every lost
+    change of it is its data, and it grew (a size change, or the write
+    was an O_APPEND one). None otherwise."""
+    if not o.synced_after:
+        return None
+    names = {n for _, n, _ in lost}
+    for name in sorted(names):
+        mine = [(k, d) for k, n, d in lost if n == name]
+        if not _synced(name, o.synced_after) or any(k not in ("blocks", "size", "data",
+                                                       "torn") for k, _ in mine):
+            continue
+        sizes = [d for k, n, d in _change_fields_all(st) + _change_fields_all(
+            st, lost=True) if n == name and k == "size"]
+        if any(_grew(d) for d in sizes) or (
+                o.order is not None and o.order.appended(name)):
+            return name
+    return None
+
+
+def _grew(detail):
+    """Whether a size change's detail ("52 -> 104") grows the file."""
+    m = re.match(r"\s*(\d+)\s*->\s*(\d+)", detail or "")
+    return bool(m) and int(m.group(2)) > int(m.group(1))
+
+
+def _change_words(change, lost=False):
+    """A change in words: "the rename 'a' -> 'b'", "the data of 'x'"
+    (LOST: the change a state lost, "the write of 'x'")."""
+    kind, name, detail = (tuple(change) + ("", ""))[:3]
+    if kind in ("rename", "move-in") and detail:
+        return f"the rename '{detail}' -> '{name}'"
+    if kind in _DATA_CHANGES or kind == "data":
+        return f"the {'write' if lost else 'data'} of '{name}'"
+    if kind == "create":
+        return f"the creation of '{name}'"
+    return f"the {kind} of '{name}'"
+
+
+def _hang(o):
+    """A run past its time limit, by what it was doing when the limit
+    struck (Outcome.limit_state, engine/timelimit.py): spinning on a
+    failing call, blocked, or still going (sleeping, or making calls)
+    at the furthest the limit may be pushed. The words name the limit's
+    floor (Outcome.timeout: the spec's timeout), never the seconds a run
+    took, which differ from run to run."""
+    limit = (f"its time limit ({o.timeout:g}s, or ten times its run without "
+             "a fault when that is longer)" if o.timeout is not None
+             else "its time limit")
+    under = f" under {o.plan}" if o.plan else ""
+    how, _, what = (o.limit_state or "").partition(": ")
+    doing = f" ({o.limit_state})" if o.limit_state else ""
+    at = f" (at least {o.timeout:g}s)" if o.timeout is not None else ""
+    finding = (f"still running at its time limit{at}{under}{doing}; its "
+               "process group was killed")
+    if how in ("spinning", ""):
+        text = (f"The program did not finish within {limit}{doing}. A loop "
+                "that retries a persistent error never ends (a full disk "
+                "stays full, EIO does not heal): retry only EINTR and short "
+                "writes, and fail with a message on anything else.")
+        rule = "retry only EINTR and short writes; fail on anything else"
+    elif how == "blocked":
+        what = f" ({what})" if what else ""
+        text = (f"The program was blocked{what}, making no call and using "
+                f"no processor time, when it reached {limit}: it waits for "
+                "something that will not come. A program must end, with an "
+                "error when it cannot go on.")
+        rule = "do not wait for ever: fail when the operation cannot complete"
     else:
-        explanation = _torn_text(o, verdict, st, rule, why)
-    return Verdict(verdict, finding, " ".join(explanation.split()), state=st.label,
-                   cause=cause)
+        text = (f"The program was still at work{doing} when {limit} ran "
+                "out, pushed back, up to six times, while it slept or made "
+                "progress. A program that backs off after a persistent error "
+                "must still give up in the end; one that is merely slow needs "
+                "a longer --timeout.")
+        rule = "give up on a persistent error in bounded time"
+    return Verdict("hang", finding, text,
+                   cause=Cause(rule, call=o.call or None, prop="error/stuck"))
 
 
 def judge(o):
-    """The verdict for one Outcome (see the module docstring for the order)."""
+    """The verdict for one Outcome (see the module docstring for the
+    order), with its severity (properties.severity): a warning for an
+    ignored-error, and for a finding that an EINTR which cannot happen
+    where the program ran caused (Outcome.eintr_possible), saying when it
+    would matter."""
+    v = _judge(o)
+    if v.verdict in ("ok", "skipped"):
+        return v
+    crash_state = bool(v.state)
+    impossible = (o.kind == "eintr" and not o.eintr_possible and o.fault_fired
+                  and v.verdict not in ("harness-error", "crashed", "hang")
+                  and not (crash_state and o.known_at_risk))
+    sev = properties.severity(v.verdict, impossible)
+    explanation = v.explanation
+    if impossible:
+        explanation += " " + properties.WHEN_EINTR
+    return replace(v, severity=sev, explanation=explanation)
+
+
+def _judge(o):
     planned = bool(o.plan) and o.kind not in ("baseline", "powerloss")
     fired = planned and o.fault_fired
 
@@ -781,15 +1120,7 @@ def judge(o):
 
     # 3. hang
     if o.timed_out:
-        limit = f"{o.timeout:g}s" if o.timeout is not None else "its time limit"
-        under = f" under {o.plan}" if o.plan else ""
-        return Verdict(
-            "hang", f"still running after {limit}{under}; its process group was killed",
-            f"The program did not finish within {limit}. A loop that retries a "
-            "persistent error never ends (a full disk stays full, EIO does not heal): "
-            "retry only EINTR and short writes, and fail with a message on anything else.",
-            cause=Cause("retry only EINTR and short writes; fail on anything else",
-                        call=o.call or None))
+        return _hang(o)
 
     # 4. crashed
     if o.signal is not None and not o.harness_killed:
@@ -811,7 +1142,8 @@ def judge(o):
             "crashed", f"killed by {name} (signal {o.signal}){under}",
             f"The program died of {name}, a signal the harness did not send: a bug"
             f"{where}. {hint}",
-            cause=Cause(f"do not die of {name}", call=o.call or None))
+            cause=Cause(f"do not die of {name}", call=o.call or None,
+                        prop="error/died"))
     if o.signal is None and o.status is None:
         raise ValueError("outcome: neither an exit status nor a signal")
 
@@ -851,7 +1183,7 @@ def judge(o):
                 " ".join(_unreported_text(
                     o, "The target does not hold what the program was asked to "
                        "write: the data is lost.").split()),
-                cause=Cause(_check_rule(o), call=o.call))
+                cause=Cause(_check_rule(o), call=o.call, prop="error/unreported"))
         if bad is not None:
             under = f" after {o.plan}" if o.plan else ""
             rule = {"short": "loop until every byte is written",
@@ -859,6 +1191,7 @@ def judge(o):
                 o.kind, f"exit non-zero when {o.call.split('#')[0]} fails"
                 if fired and o.kind in HARD else "write the new content in full")
             call = o.call or None
+            prop = "error/transient" if o.kind in TRANSIENT else "error/unreported"
             if o.kind == "crash":
                 # a process of the run was killed and the run still
                 # claimed success (a pipeline's last command): whichever
@@ -867,7 +1200,7 @@ def judge(o):
             return Verdict("lost-update",
                            f"exited 0{under} but expected {_expected(o, True)}, "
                            f"found {bad[1]}", _lost_update_text(o),
-                           cause=Cause(rule, call=call))
+                           cause=Cause(rule, call=call, prop=prop))
     elif not crashed_by_plan:
         # 8. gave up on a transient fault
         if fired and o.kind in TRANSIENT:
@@ -887,7 +1220,7 @@ def judge(o):
                 rule = "retry a call interrupted by EINTR"
             return Verdict("gave-up-on-transient",
                            f"exited {o.status} after {o.plan}: {line}{also}", what,
-                           cause=Cause(rule, call=o.call))
+                           cause=Cause(rule, call=o.call, prop="error/transient"))
 
     # 9. the visible state after a failure or a planned crash
     if not succeeded:
@@ -901,12 +1234,17 @@ def judge(o):
             # started on the target itself
             change = ("unlink" if verdict == "missing" else "overwrite", o.target_name)
             text = _torn_text(o, verdict)
+            # an update of several calls, seen half done
+            prop = "atomicity/calls"
             if verdict == "torn" and o.target_renamed:
                 # a temp file and a rename, but the file was not whole
                 rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", o.target_name)
                 text = (f"{_when(o)} the target holds neither the old nor the new "
                         "version: the program renamed a file over it before that "
                         f"file held all of the new content. {_sentence(rule)}")
+                if not crashed_by_plan and o.kind in HARD:
+                    # it went on past its failed call to the rename
+                    prop = "error/ignored"
             elif verdict == "torn" and o.target_removed:
                 # the old version moved aside, the new one never finished
                 rule, change = RULE_KEEP_TARGET, ("unlink", o.target_name)
@@ -917,7 +1255,7 @@ def judge(o):
                         "file is renamed over it.")
             return Verdict(verdict,
                            f"{how} {what}: expected {_expected(o, False)}, found {found}",
-                           text, cause=Cause(rule, change=change))
+                           text, cause=Cause(rule, change=change, prop=prop))
 
     # 10. the power-loss crash states
     v = _crash_state_verdict(o, succeeded, quiet)
@@ -935,7 +1273,7 @@ def judge(o):
                 f"The program failed after {_fault(o)} but printed nothing, so its user "
                 "cannot tell which call failed or why. Before exiting non-zero, print one "
                 "line naming the call, its subject and strerror(errno).",
-                cause=Cause(rule, call=o.call))
+                cause=Cause(rule, call=o.call, prop="error/unreported"))
         if name and not stderr_names_failure(o.stderr, name):
             return Verdict(
                 "unreported-error",
@@ -945,7 +1283,7 @@ def judge(o):
                 f"so its user cannot tell what went wrong. Print the call, its subject "
                 f"and strerror(errno), e.g. \"{o.call.split('#')[0]} 'target': "
                 f"{strerror(name)}\".",
-                cause=Cause(rule, call=o.call))
+                cause=Cause(rule, call=o.call, prop="error/unreported"))
 
     # 12. ignored, and no data lost this time
     if silent:
@@ -953,16 +1291,16 @@ def judge(o):
         states = ("the target holds the new content" if not n else
                   "the crash state after its exit holds the new content" if n == 1
                   else f"all {n} crash states after its exit hold the new content")
+        said = _said(o)
         return Verdict(
             "ignored-error",
-            f"exited 0 after {o.plan}: {_failed(o)} and the program said nothing; "
-            f"{states}",
-            f"{_failed(o)} and the program went on without a word. This time no data "
-            "was lost (the new content is in place and durable), but an error "
-            "nobody checks is one that will, some day, lose data without anyone "
-            "being told. Check what every write, fsync and close returns, and say "
-            "so when one fails.",
-            cause=Cause(_check_rule(o), call=o.call))
+            f"exited 0 after {o.plan}: {_failed(o)} and the program "
+            f"{'said nothing' if not said else 'went on'}; {states}",
+            f"{_failed(o)} and the program went on "
+            f"{'without a word' if not said else 'as if it had worked (it printed ' + repr(said) + ', which names no error)'}. "
+            "This time no data was lost: the new content is in place and "
+            "durable. " + properties.WHEN_IGNORED,
+            cause=Cause(_check_rule(o), call=o.call, prop="error/ignored"))
 
     # 13. ok, and a fault on the data path the program came through
     if on_path:

@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .. import UsageError
+from ..judging import causes, properties
 from .console import first_sentence
 # The fault classes, in the order the matrix shows them, and the verdicts,
 # in the order reports list them: the oracle's (crash-model.md's).
@@ -43,7 +44,7 @@ from ..judging.oracle import KINDS, VERDICTS
 # Case statuses, worst first: the order cases are listed in and the
 # precedence that colours a matrix cell.
 STATUSES = ("failed", "harness-error", "caught", "known", "ignored",
-            "skipped", "ok")
+            "warning", "skipped", "ok")
 
 # Metadata keys that measure time; they go under summary["timing"] so two
 # runs over the same inputs compare equal once it is dropped. The metadata
@@ -162,6 +163,13 @@ def status(case):
         return "ignored"
     if case.get("baseline") == "known":
         return "known"
+    if case.get("expected") and any(e.get("verdict") == verdict
+                                    for e in case["expected"]):
+        return "caught"
+    if case.get("severity") == "warning":
+        # reported, and passing: the run fails on errors only
+        # (crash-model.md, "Severity"; --fail-on warning fails it)
+        return "warning"
     if case.get("expected"):
         return "caught"
     # A finding that nothing expected yet marked passed contradicts the
@@ -235,6 +243,7 @@ def _counts(cases):
         "caught": c["caught"],
         "known": c["known"],
         "ignored": c["ignored"],
+        "warnings": c["warning"],
         "skipped": c["skipped"],
     }
 
@@ -352,6 +361,7 @@ def summarize(cases, meta):
         "caught": counts["caught"],
         "known": counts["known"],
         "ignored": counts["ignored"],
+        "warnings": counts["warnings"],
         "skipped": counts["skipped"],
         "skip_reasons": dict(skip_reasons),
         "kinds": _kind_order({c["kind"] for c in cases}),
@@ -651,7 +661,8 @@ class Cell:
             return "empty"
         if self.by["failed"] or self.not_caught:
             return "failed"
-        for s in ("harness-error", "caught", "known", "ignored", "ok"):
+        for s in ("harness-error", "caught", "known", "ignored", "warning",
+                  "ok"):
             if self.by[s]:
                 return s
         return "skipped"
@@ -669,7 +680,7 @@ class Cell:
         if by["harness-error"]:
             parts.append(f"⚠ {len(by['harness-error'])}/{self.run} "
                          "harness-error")
-        for st in ("caught", "known", "ignored"):
+        for st in ("caught", "known", "ignored", "warning"):
             if by[st]:
                 parts.append(f"{st}: {_verdict_list(by[st])} "
                              f"({len(by[st])}/{self.run})")
@@ -852,9 +863,11 @@ def summary_sentences(summary):
             (s.get("ignored"), "is accepted by the ignore file, with its "
              "reason.", "are accepted by the ignore file, each with its "
              "reason."),
-            (s["verdicts"].get("ignored-error", 0), "is an ignored error "
-             "that lost no data this time.", "are ignored errors that lost "
-             "no data this time.")):
+            (s.get("warnings"), "is a warning: it lost nothing here (an "
+             "ignored error, or a fault that cannot happen where the program "
+             "ran), and the run fails on errors only.", "are warnings: they "
+             "lost nothing here (ignored errors, or faults that cannot happen "
+             "where the program ran), and the run fails on errors only.")):
         if n:
             out.append(f"Of the findings, {n} " + (one if n == 1 else many))
     if s.get("recovered"):
@@ -928,6 +941,21 @@ def run_facts(summary):
             f"groups) the first, the last and {grouping['sample']} "
             f"sampled between them with seed {grouping['seed']}, "
             f"--exhaustive for every one")))
+    backends = run.get("backends") or {}
+    if isinstance(backends, dict) and backends:
+        said = []
+        for workload in sorted(backends):
+            for e in backends[workload] or ():
+                if not isinstance(e, dict):
+                    continue
+                why = e.get("why") or ("the default: it is dynamically "
+                                       "linked, and the preload saw every "
+                                       "change it made"
+                                       if e.get("backend") == "preload" else "")
+                said.append(f"{workload}: {e.get('backend')}"
+                            + (f" ({why})" if why else ""))
+        if said:
+            facts.append(("backend", "; ".join(said)))
     checker = run.get("checker") or {}
     if checker.get("states"):
         facts.append(("checker", (
@@ -942,7 +970,7 @@ def _listed(cases):
     return [c for c in sorted(cases, key=lambda c: (STATUSES.index(status(c)),
                                                     c["id"]))
             if status(c) in ("failed", "harness-error", "caught", "known",
-                             "ignored")]
+                             "ignored", "warning")]
 
 
 # ---------------------------------------------------------------------------
@@ -968,32 +996,54 @@ def defect_key(case):
     return "f" + hashlib.sha256(data).hexdigest()[:11]
 
 
-def defect_title(case):
+def defect_title(case, verdict=None, counts=None):
     """A defect's line, from one of its cases: "unreported-error: check
-    what fsync returns (fsync on 'target.tmp' at saver.c:117 (save))"."""
+    what fsync returns (fsync on 'target.tmp' at saver.c:117 (save))".
+    VERDICT: the defect's (its worst case's); COUNTS: "3 files, 12
+    cases" when it covers more than one."""
+    verdict = verdict or case["verdict"]
     cause = case.get("cause") if isinstance(case.get("cause"), dict) else {}
     if not cause.get("rule"):
-        return f"{case['verdict']}: {_one_line(case.get('finding') or '')}".rstrip(": ")
+        return f"{verdict}: {_one_line(case.get('finding') or '')}".rstrip(": ")
     where = []
     if cause.get("call"):
         # its name: the cases of one defect may be its n-th and m-th call
         where.append(str(cause["call"]).split("#")[0])
     if cause.get("file"):
-        where.append(f"on '{cause['file']}'")
+        where.append(f"on '{cause['file']}'" if not counts or
+                     counts[0] < 2 else f"on '{_family(cause)}'")
     loc = case.get("location") if isinstance(case.get("location"), dict) else {}
     if loc.get("text"):
         where.append(f"at {loc['text']}")
-    text = f"{case['verdict']}: {cause['rule']}"
+    text = f"{verdict}: {cause['rule']}"
+    prop = case.get("property") or cause.get("property")
+    if prop:
+        text += f" [{properties.words(prop)}]"
     return text + (f" ({' '.join(where)})" if where else "")
+
+
+def _family(cause):
+    """The files a defect's cases name, as one pattern: its site's when
+    it was grouped by one (".git/objects/??/*"), else the first file."""
+    site = str(cause.get("site") or "")
+    kind, _, pattern = site.partition(" ")
+    if pattern and kind.isalpha():
+        return pattern
+    return causes.family(str(cause.get("file")))
 
 
 def defects(cases):
     """The findings grouped by root cause, worst first: failing before
     caught (a buggy variant's expected finding), then by verdict in the
     oracle's order (data lost first, ignored-error last), then the most
-    cases first. Each: key, workload, verdict, title, rule, location,
-    status (failed or caught), cases (how many) and ids (all of them,
-    sorted; the first is the one shown)."""
+    cases first. A defect is a rule broken at one call site (or, without
+    one, on one pattern of files), whichever verdict each of its cases
+    showed it by: its verdict is the worst of theirs. Each: key,
+    workload, verdict, verdicts (a count of each), property, severity
+    (the worst), title, rule, location, status (failed, caught, known,
+    ignored or warning), cases (how many), files (how many distinct files
+    its cases name) and ids (all of them, sorted; the first is the one
+    shown)."""
     groups = {}
     for c in sorted(cases, key=lambda c: c["id"]):
         if not is_finding(c):
@@ -1001,19 +1051,29 @@ def defects(cases):
         groups.setdefault((c["workload"], defect_key(c)), []).append(c)
     out = []
     for (workload, key), members in groups.items():
-        first = members[0]
-        cause = first.get("cause") if isinstance(first.get("cause"), dict) else {}
+        worst = min(members, key=lambda c: (VERDICTS.index(c["verdict"]), c["id"]))
+        cause = worst.get("cause") if isinstance(worst.get("cause"), dict) else {}
         statuses = {status(c) for c in members}
         # failed when any case of it fails; else how its cases passed
-        # (caught, known or ignored), caught when they differ
+        # (caught, known, ignored or warning), caught when they differ
         st = ("failed" if "failed" in statuses else
               statuses.pop() if len(statuses) == 1 else "caught")
+        files = {str((c.get("cause") or {}).get("file")) for c in members
+                 if (c.get("cause") or {}).get("file")}
+        sevs = {c.get("severity") for c in members}
+        verdicts = Counter(c["verdict"] for c in members)
         out.append({
-            "key": key, "workload": workload, "verdict": first["verdict"],
-            "title": defect_title(first), "rule": cause.get("rule"),
-            "location": first.get("location"),
+            "key": key, "workload": workload, "verdict": worst["verdict"],
+            "verdicts": {v: verdicts[v] for v in VERDICTS if verdicts[v]},
+            "property": worst.get("property") or cause.get("property"),
+            "severity": "error" if "error" in sevs else
+            "warning" if "warning" in sevs else None,
+            "title": defect_title(worst, counts=(len(files), len(members))),
+            "rule": cause.get("rule"),
+            "location": worst.get("location"),
             "status": st,
-            "cases": len(members), "ids": [c["id"] for c in members]})
+            "cases": len(members), "files": len(files),
+            "ids": [c["id"] for c in members]})
     out.sort(key=lambda d: (d["status"] != "failed", VERDICTS.index(d["verdict"]),
                             -d["cases"], d["title"], d["key"]))
     return out
@@ -1238,7 +1298,8 @@ def _markdown_text(cases, summary, lessons):
             out.append(line)
         out += ["", "✓ all ok · ✗ failing/run with the failing verdicts · "
                 "caught: a buggy variant showed the verdict its spec expects "
-                "· ⚠ harness error: the planned fault never fired · "
+                "· warning: a finding that lost nothing here, not failing "
+                "the run · ⚠ harness error: the planned fault never fired · "
                 "`·` no cases", ""]
     else:
         out += ["No cases.", ""]
@@ -1314,14 +1375,20 @@ def _markdown_text(cases, summary, lessons):
 def _md_case_line(case):
     st = status(case)
     mark = {"failed": "✗", "harness-error": "⚠", "caught": "✓",
-            "known": "○", "ignored": "○"}[st]
+            "known": "○", "ignored": "○", "warning": "△"}[st]
     line = (f"- {mark} {md_code(case['id'])} — **{md_text(case['verdict'])}**")
+    if case.get("property") or case.get("severity"):
+        bits = [b for b in (case.get("severity"),
+                            properties.words(case.get("property"))) if b]
+        line += f" ({md_text(', '.join(bits))})"
     if st == "caught":
         line += " (expected: buggy variant caught)"
     elif st == "known":
         line += " (known: in the baseline)"
     elif st == "ignored":
         line += f" (ignored: {md_text(case['ignored'])})"
+    elif st == "warning":
+        line += " (a warning: reported, not failing the run)"
     elif st == "failed" and case["verdict"] == "ok":
         line += (" (buggy variant not caught: expected "
                  + md_text(", ".join(e["verdict"]
@@ -1353,15 +1420,24 @@ def _md_findings(cases, summary):
         n = sum(d["cases"] for d in groups)
         out += [f"{plural(len(groups), 'defect')}, seen in "
                 f"{plural(n, 'case')}: the cases of one defect share "
-                "its verdict, the rule it breaks and the call that decided "
-                "it.", ""]
+                "the rule it breaks and the call that decided it (or, "
+                "without one, the pattern of the files it lost); its verdict "
+                "is the worst of theirs, in brackets the property it "
+                "breaks.", ""]
 
     def defect(i, d):
         nonlocal listed
         mark = {"caught": "✓ ", "known": "(known) ",
-                "ignored": "(ignored) "}.get(d["status"], "")
+                "ignored": "(ignored) ", "warning": "(warning) "}.get(
+                    d["status"], "")
+        covers = plural(d["cases"], "case")
+        if d.get("files", 0) > 1:
+            covers = f"{plural(d['files'], 'file')}, {covers}"
+        if len(d.get("verdicts") or {}) > 1:
+            covers += " (" + ", ".join(f"{v} {n}" for v, n in
+                                       d["verdicts"].items()) + ")"
         out.extend([f"### {i}. {mark}{md_text(d['title'])} — "
-                    f"{plural(d['cases'], 'case')}", ""])
+                    f"{md_text(covers)}", ""])
         members = _defect_cases(d, by_id)
         if members[0].get("explanation"):
             out.extend([md_text(members[0]["explanation"]), ""])
@@ -1475,6 +1551,7 @@ td.cell { min-width: 7.5em; }
 .s-failed { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
 .s-caught { background: var(--amber-bg); color: var(--amber); }
 .s-known, .s-ignored { background: var(--grey-bg); color: var(--ink); }
+.s-warning { background: var(--amber-bg); color: var(--ink); }
 .s-skipped { background: var(--grey-bg); color: var(--grey); }
 .s-harness-error { background: var(--purple-bg); color: var(--purple); }
 .s-empty { color: #afb8c1; text-align: center; }
@@ -1504,6 +1581,8 @@ details.case[open] > summary { border-bottom: 1px solid var(--line); }
 .c-caught .v { color: var(--amber); background: var(--amber-bg); }
 .c-known, .c-ignored { --b: var(--grey); }
 .c-known .v, .c-ignored .v { color: var(--grey); background: var(--grey-bg); }
+.c-warning { --b: var(--amber); }
+.c-warning .v { color: var(--amber); background: var(--amber-bg); }
 .c-harness-error { --b: var(--purple); }
 .c-harness-error .v { color: #fff; background: var(--purple); }
 .c-skipped { --b: var(--grey); }
@@ -1607,6 +1686,8 @@ _LEGEND = (("ok", "all cases ok", "var(--ok-bg)", "var(--ok)"),
             "#d4a72c"),
            ("known", "known or ignored finding: reported, not failing",
             "var(--grey-bg)", "var(--grey)"),
+           ("warning", "warning: nothing lost here, reported, not failing "
+            "(--fail-on warning fails it)", "var(--amber-bg)", "var(--amber)"),
            ("skipped", "skipped here", "var(--grey-bg)", "var(--grey)"),
            ("harness-error", "harness error: fault never fired",
             "var(--purple-bg)", "var(--purple)"))
@@ -1619,7 +1700,7 @@ def _case_html(case, anchor=False):
     label = verdict
     if st == "caught":
         label += " (expected)"
-    elif st in ("known", "ignored"):
+    elif st in ("known", "ignored", "warning"):
         label += f" ({st})"
     elif st == "failed" and verdict == "ok":
         label = "not caught"
@@ -1637,6 +1718,10 @@ def _case_html(case, anchor=False):
              ("size", f"{case['size']} B" if isinstance(case.get("size"), int)
               else None),
              ("fault class", case["kind"]),
+             ("property broken", properties.words(case.get("property"))
+              or None),
+             ("severity", case.get("severity")),
+             ("backend", case.get("backend")),
              ("plan", case.get("plan")),
              ("target call", case.get("call")),
              ("model", model_text(case.get("model"))),
@@ -1714,9 +1799,11 @@ def _html_findings(cases, summary, blocks):
     if not groups and not others:
         return ["<p>None: every case held its contract.</p>"]
     h = ['<p class="help">The findings grouped by defect: the cases of one '
-         "defect share its verdict, the rule it breaks and the call that "
-         "decided it (and where in the program it was made, when the trace "
-         "says). Data lost first, ignored errors last; then the failing "
+         "defect share the rule it breaks and the call that decided it (and "
+         "where in the program it was made, when the trace says; without a "
+         "call, the pattern of the files it lost), whatever verdict each "
+         "showed: the defect's is the worst of theirs, in brackets the "
+         "property it breaks. Data lost first, ignored errors last; then the failing "
          "cases that found nothing in the program, then the defects buggy "
          "variants were expected to show. Each case opens to what happened, "
          "the trace around it, the program's stderr and the command that "
@@ -1729,10 +1816,16 @@ def _html_findings(cases, summary, blocks):
     def defect(i, d):
         members = _defect_cases(d, by_id)
         st = d["status"]
+        covers = plural(d["cases"], "case")
+        if d.get("files", 0) > 1:
+            covers = f"{plural(d['files'], 'file')}, {covers}"
+        if len(d.get("verdicts") or {}) > 1:
+            covers += " (" + ", ".join(f"{v} {n}" for v, n in
+                                       d["verdicts"].items()) + ")"
         h.append(f'<article class="defect c-{st}"><h3>{i}. '
                  f'<span class="v">{esc(d["verdict"])}</span> '
                  f"{esc(d['title'].partition(': ')[2] or d['title'])} "
-                 f'<span class="count">seen in {esc(plural(d["cases"], "case"))}'
+                 f'<span class="count">seen in {esc(covers)}'
                  "</span></h3>")
         if members[0].get("explanation"):
             h.append(f'<p class="explanation">{esc(members[0]["explanation"])}</p>')
@@ -2040,6 +2133,9 @@ def _html_text(cases, summary, lessons):
 
 def _failure_text(case, defect=None):
     parts = [f"{case['verdict']}: {case.get('finding') or ''}".rstrip(": ")]
+    if case.get("property") or case.get("severity"):
+        parts.append(f"severity: {case.get('severity') or '-'}; property "
+                     f"broken: {properties.words(case.get('property')) or '-'}")
     if defect is not None:
         parts.append(f"defect: {defect['title']} (seen in "
                      f"{plural(defect['cases'], 'case')}, key {defect['key']})")
@@ -2141,7 +2237,8 @@ def _junit_bytes(cases, s):
                 label = "not caught (expected " + ", ".join(
                     e["verdict"] for e in case.get("expected") or []) + ")"
             el = ET.SubElement(tc, "failure", {
-                "type": _clean(case["verdict"]),
+                "type": _clean(f"{case['verdict']} ({case['severity']})"
+                               if case.get("severity") else case["verdict"]),
                 "message": _one_line(f"{label}: {case.get('finding') or ''}"
                                      .rstrip(": "))})
             el.text = _failure_text(case, defect_of.get(case["id"]))
@@ -2153,10 +2250,12 @@ def _junit_bytes(cases, s):
             el.text = _failure_text(case)
         elif cs == "skipped":
             ET.SubElement(tc, "skipped", message=_one_line(skip_reason(case)))
-        elif cs in ("caught", "known", "ignored"):
+        elif cs in ("caught", "known", "ignored", "warning"):
             why = {"caught": "caught as expected",
                    "known": "a known finding (in the baseline)",
-                   "ignored": f"ignored ({case.get('ignored')})"}[cs]
+                   "ignored": f"ignored ({case.get('ignored')})",
+                   "warning": "a warning, not failing the run (--fail-on "
+                              "warning fails it)"}[cs]
             out = ET.SubElement(tc, "system-out")
             out.text = _clean(f"{why}: "
                               + _failure_text(case, defect_of.get(case["id"])))

@@ -5,9 +5,12 @@ is what GitHub code scanning and other CI annotators read. One run, whose
 tool is crashcheck with one rule per verdict; one result per finding that
 the run counts against the program: a failure, a known finding of the
 baseline (baselineState "unchanged"; a new one is "new") or an ignored one
-(an external suppression carrying its reason), and a harness error. A
-buggy variant's expected finding is the corpus doing its job, not a
-result. A change made by a call crashcheck cannot see (summary.unseen,
+(an external suppression carrying its reason), a warning that passed
+(crash-model.md, "Severity"), and a harness error. A buggy variant's
+expected finding is the corpus doing its job, not a result. A result's
+level is its case's severity (error or warning); its property bag names
+the property the finding breaks (`property`, "atomicity/append", and
+`propertyText`, its words) and carries it, with the severity, as tags. A change made by a call crashcheck cannot see (summary.unseen,
 docs/reference.md "Coverage") is a notification of the invocation
 (toolExecutionNotifications, id "unseen-change"), one per change naming
 its file: a warning, an error when --strict fails the run for it.
@@ -24,6 +27,7 @@ from pathlib import PurePosixPath
 from urllib.parse import quote
 
 from .. import VERSION
+from ..judging import properties
 from . import regress
 from .report import _write_atomic as write_atomic
 
@@ -103,6 +107,9 @@ def _fallback(case, summary):
 def _message(case):
     from .console import first_sentence
     text = f"{case['id']}: {case['verdict']}"
+    prop = case.get("property")
+    if prop:
+        text += f" ({properties.words(prop)})"
     if case.get("finding"):
         text += f": {case['finding']}"
     why = first_sentence(case.get("explanation"))
@@ -133,8 +140,12 @@ def sarif(cases, summary):
     index = {v: i for i, v in enumerate(verdicts)}
     results = []
     for c in listed:
+        prop = c.get("property") or (c.get("cause") or {}).get("property")
         r = {"ruleId": c["verdict"], "ruleIndex": index[c["verdict"]],
-             "level": _LEVEL.get(c["verdict"], "error"),
+             # the case's severity (crash-model.md, "Severity"): an
+             # EINTR that cannot happen where it ran is a warning whatever
+             # its verdict
+             "level": c.get("severity") or _LEVEL.get(c["verdict"], "error"),
              "message": {"text": _message(c)},
              "locations": _location(c) or _fallback(c, summary),
              "partialFingerprints": {
@@ -142,6 +153,11 @@ def sarif(cases, summary):
              "properties": {"case": c["id"], "kind": c.get("kind"),
                             "model": c.get("model"),
                             "models": c.get("models") or [],
+                            "property": prop,
+                            "propertyText": properties.words(prop) or None,
+                            "tags": [t for t in (
+                                prop and prop.split("/")[0],
+                                c.get("severity")) if t],
                             "reproduce": c.get("reproduce", "")}}
         if c.get("baseline") == "known":
             r["baselineState"] = "unchanged"
