@@ -490,3 +490,30 @@ def test_validation_catches_a_model_that_claims_too_much(tmp_path):
     assert (kept / "trace.jsonl").is_file()
     assert (kept / "state" / "target").is_file()
     assert "model:       posix" in (kept / "README.txt").read_text()
+
+
+BROKEN = """
+import sys
+sys.path.insert(0, {root!r})
+from harness.engine import sweep, validate
+def broken(*args):
+    raise ValueError("a broken baseline")
+sweep.record_baseline = broken
+sys.exit(validate.main(sys.argv[1:]))
+"""
+
+
+def test_validation_fails_when_a_baseline_raises(tmp_path):
+    """A program whose baseline could not be recorded is an error of the
+    validation, never a quiet skip: a validator that checked nothing
+    must not exit 0."""
+    need("ext4")
+    proc = subprocess.run(
+        [PY, "-c", BROKEN.format(root=str(ROOT)), "--fs", "ext4",
+         "--variations", "plain",
+         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
+         "--out", str(tmp_path / "v")], capture_output=True, text=True,
+        timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: ext4 no-dir-fsync-sync-4097B @baseline: " \
+           "ValueError: a broken baseline" in proc.stdout, proc.stdout

@@ -1532,7 +1532,9 @@ def name_models(results, outdir=None):
     points = {}
     for r in results:
         if r.get("kind") == "powerloss" and r.get("model") and \
-                r["id"].endswith("-" + r["model"]):
+                r["id"].endswith("-" + r["model"]) and \
+                not realfs.fs_of(r["model"]):
+            # a real kernel's verdict is its own: no model speaks for it
             key = r["id"][:-len(r["model"]) - 1]
             points.setdefault(key, []).append(r)
     for group in points.values():

@@ -187,7 +187,7 @@ def _baseline(item):
                         "tmpfs, not a real filesystem"}
     scratch = settings.work / prefix
     scratch.mkdir()
-    out, how = sweep.record_baseline(combo, scratch, settings)
+    out, how, _ = sweep.record_baseline(combo, scratch, settings)
     if out.run.status != 0:
         return {"skip": f"its baseline run exited {out.run.status} "
                         f"(signal {out.run.signal}): "
@@ -325,10 +325,15 @@ def run(plan, log=print):
         bases = dict(zip(items, _pooled(_baseline, items, plan.jobs)))
         units = []
         skipped = []
+        failed = []         # a baseline that raised is an error, not a skip
         for (name, prefix), b in bases.items():
-            if "error" in b or "skip" in b:
+            if "error" in b:
+                failed.append({"config": name, "combo": prefix,
+                               "point": "baseline", "error": b["error"]})
+                continue
+            if "skip" in b:
                 skipped.append({"config": name, "combo": prefix,
-                                "why": b.get("error") or b["skip"]})
+                                "why": b["skip"]})
                 continue
             for coord, seq in b["points"]:
                 for v in plan.variations:
@@ -336,7 +341,8 @@ def run(plan, log=print):
         log(f"validate-models: {len(units)} real states "
             f"({', '.join(plan.variations)} at every crash point)")
         t0 = time.perf_counter()
-        results = _pooled(_unit, units, plan.jobs, progress=log)
+        results = failed + list(_pooled(_unit, units, plan.jobs,
+                                        progress=log))
         wall = time.perf_counter() - t0
     finally:
         shutil.rmtree(plan.root, ignore_errors=True)

@@ -1098,8 +1098,12 @@ def _defect_cases(defect, by_id):
 
 def models_note(case):
     """" (under posix, xfs)": the crash models a finding judged by crash
-    states holds under ("models" of results.json), or ""."""
-    if case.get("model") and case.get("models"):
+    states holds under ("models" of results.json); " (on the real xfs
+    kernel)" for a state a real kernel left; or ""."""
+    model = case.get("model") or ""
+    if model.endswith("-real"):
+        return f" (on the real {model[:-len('-real')]} kernel)"
+    if model and case.get("models"):
         return f" (under {', '.join(case['models'])})"
     return ""
 
