@@ -9,7 +9,7 @@
 
 The C code includes calls.def as X-macros (plan.h, syscall/sv.h); every
 other reader goes through read() here: the generators above, the
-harness's table (harness/engine/calls.py imports this file) and the
+harness's table (harness/calls.py imports this file) and the
 library's tests. read() is strict: a line that is no row, no comment and
 no preprocessor line, a row it cannot read, a WRAP row with no CALL or
 ALIAS, a call with no WRAP row, a SYSCALL row naming no call, stop it

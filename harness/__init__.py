@@ -1,5 +1,8 @@
-"""crashcheck's Python side, in four parts: commands/ (the CLI), engine/
-(running and sweeping), judging/ (explorer and oracle), reports/."""
+"""crashcheck's Python side, in four layers, each importing only those
+below it: commands/ (the CLI), engine/ (running and sweeping), reports/,
+judging/ (oracle, explorer, crash models); and here, what they all share:
+the tree's paths, UsageError, the call table (calls.py) and call
+coordinates (coords.py)."""
 
 import os
 import shutil

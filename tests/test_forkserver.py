@@ -25,7 +25,8 @@ import pytest
 from procs import marked as _marked
 
 from harness import ROOT
-from harness.engine import calls, runner, sweep, trace
+from harness import calls  # noqa: E402
+from harness.engine import runner, sweep, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]

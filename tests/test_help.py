@@ -8,8 +8,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.commands import cli, manpage, topics  # noqa: E402
-from harness.engine import calls  # noqa: E402
+from harness import calls  # noqa: E402
+from harness.commands import cli, manpage  # noqa: E402
+from harness.reports import topics  # noqa: E402
 from harness.judging import oracle  # noqa: E402
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"

@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.engine import calls as calls_mod  # noqa: E402
+from harness import calls as calls_mod  # noqa: E402
 from harness.engine import plan as plan_mod  # noqa: E402
 from harness.engine import runner  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402

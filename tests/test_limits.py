@@ -17,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.engine import coords, runner, sweep, trace  # noqa: E402
+from harness import coords  # noqa: E402
+from harness.engine import runner, sweep, trace  # noqa: E402
 from harness.engine import spec as specmod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
 

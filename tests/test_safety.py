@@ -221,8 +221,10 @@ def test_a_child_that_ends_soon_after_its_program_is_not_reported(
             assert case["verdict"] == "ok", case
         else:
             assert case["verdict"] == "harness-error", case
+            # the command line is cut at a length: the marker comes
+            # early enough to be kept whatever the temporary path's length
             assert "outlived" in case["finding"] \
-                and f"lingerer -1 {marker} target" in case["finding"], case
+                and f"lingerer -1 {marker}" in case["finding"], case
         assert gone_within(lambda: marked(marker)) == []
 
 

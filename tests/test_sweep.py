@@ -86,7 +86,7 @@ def test_case_ids_are_coordinates(clean_sweep):
     _, out = clean_sweep
     ids = {c["id"] for c in results(out)["cases"]}
     # a call on a file is numbered among that file's calls
-    # (harness/engine/coords.py)
+    # (harness/coords.py)
     assert "replace-mmap-4097B-msync(target.tmp)#1=EIO" in ids
     assert "replace-sync-4097B-write(target.tmp)#1=EINTR" in ids
     assert "replace-stdio-4097B-rename(target.tmp)#1=crash" in ids
@@ -368,7 +368,7 @@ def test_a_name_that_differs_in_a_number_is_any_number():
     length, the digits the recorded runs shared included; mkstemp's
     names keep one '?' per character."""
     from fnmatch import fnmatchcase
-    from harness.engine import coords
+    from harness import coords
     g = coords.generalize(["temp-3812.rdb", "temp-3845.rdb", "temp-3871.rdb"])
     assert g == "temp-*.rdb"
     assert fnmatchcase("temp-4021.rdb", g) and fnmatchcase("temp-40211.rdb", g)

@@ -6,7 +6,7 @@ others in the order they were made), under both backends; the trace
 says the number (`"thread"`, of those past the first), a plan names a
 thread's call (`pwrite(data)@2#3`), and where several threads make the
 calls of one name on one file, the sweep's coordinates name the thread
-(harness/engine/coords.py), so a correct program whose two threads each
+(harness/coords.py), so a correct program whose two threads each
 pwrite one half of one file (tests/progs/halves.c) is clean in every
 audit. Every run of a combo works in a directory as long as its
 baseline's, so a program that writes its working directory into a file,
@@ -24,7 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.engine import coords, runner, trace  # noqa: E402
+from harness import coords  # noqa: E402
+from harness.engine import runner, trace  # noqa: E402
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 PROGS = Path(__file__).resolve().parent / "progs"

@@ -49,7 +49,7 @@ def audit(saver, mode, out, *options):
 def test_a_writer_that_rewrites_into_a_fresh_file_recovered(saver, tmp_path):
     proc, doc, cases = audit(saver, "recover", tmp_path, "--faults", "eio")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    # a case names its call by the file it is on (harness/engine/coords.py)
+    # a case names its call by the file it is on (harness/coords.py)
     c = cases["saver-fsync(target.tmp)#1=EIO"]
     assert c["verdict"] == "ok" and c["exit"]["status"] == 0
     assert c["note"] == ("recovered from fsync(target.tmp)#1=EIO (said: saver: "

@@ -25,9 +25,11 @@ from pathlib import Path
 
 from .. import VERSION, UsageError
 from ..engine import backend as backend_mod
-from ..engine import calls as calls_mod
+from .. import calls as calls_mod
 from ..engine import plan as plan_mod
-from . import audit, merge as mergecmd, outdir, replay, run as runcmd, topics
+from . import audit, merge as mergecmd, replay, run as runcmd
+from ..engine import outdir
+from ..reports import topics
 from ..engine import contain, runner
 from ..engine import trace as trace_mod
 

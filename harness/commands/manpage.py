@@ -14,7 +14,8 @@ import re
 import sys
 
 from .. import VERSION
-from . import cli, topics
+from . import cli
+from ..reports import topics
 
 SUMMARY = ("crash-consistency and error-handling test harness for programs "
            "that write files")

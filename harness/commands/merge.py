@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import UsageError, results_root
 from ..reports import regress, report, sarif
-from . import outdir
+from ..engine import outdir
 
 
 

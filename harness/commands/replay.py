@@ -16,9 +16,8 @@ from pathlib import Path
 
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
-from ..engine import contain, realfs, spec as specmod
-from ..engine import sweep
-from . import outdir
+from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
+                      sweep)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -114,7 +113,8 @@ def cmd_replay(args):
             # an audit's spec, made again from its description: the
             # contents read again from its --old and --new files
             from . import audit
-            spec = audit.load(audit.inputs_again(run["audit"], work / "audit"))
+            spec = auditspec.load(audit.inputs_again(run["audit"],
+                                                     work / "audit"))
             if spec.name != recorded["workload"]:
                 raise UsageError(f"{path} describes an audit of "
                                  f"'{spec.name}', not of "

@@ -16,7 +16,7 @@ from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_pat
 from ..engine import realfs, spec as specmod
 from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
 from ..judging import models
-from . import outdir
+from ..engine import outdir
 from ..reports import regress
 
 # pytest's exit statuses (pytest.ExitCode), by name, so this module does

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from .. import ROOT, UsageError, tree_path
-from ..commands import outdir
+from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif
 from . import contain, pool, realfs, runner, spec as specmod, sweep
@@ -194,9 +194,8 @@ class Sweep:
             self.specs = [specmod.load(p) for p in self.spec_paths]
         except specmod.SpecError as e:
             raise pytest.UsageError(str(e)) from None
-        from ..commands import audit
         try:
-            self.specs += [audit.load(p) for p in config.getoption("--cc-audit")]
+            self.specs += [auditspec.load(p) for p in config.getoption("--cc-audit")]
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         self.specs_by_name = {s.name: s for s in self.specs}

@@ -31,9 +31,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import INSTALLED, ROOT, command_name
-from . import (backend as backend_mod, calls, coords, fullfs, pool, realfs,
-               runner, timelimit, trace)
+from .. import INSTALLED, ROOT, calls, coords, command_name
+from . import (backend as backend_mod, fullfs, pool, realfs, runner,
+               timelimit, trace)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
                        symbols)
 
@@ -3593,15 +3593,15 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
     `left/`), else the directory the run left."""
     cases = outdir / "cases"
     if cases.is_symlink():
-        # never written through (commands/outdir.py refuses it up front)
+        # never written through (engine/outdir.py refuses it up front)
         raise OSError(errno.ELOOP, "a symbolic link, not crashcheck's", str(cases))
     d = cases / safe_name(res["id"])
     ours = False
     if d.exists():
-        # an earlier run's files go, if crashcheck's (commands/outdir.py),
+        # an earlier run's files go, if crashcheck's (engine/outdir.py),
         # and the user's files stay; a directory of the user's by that
         # name stops us
-        from ..commands.outdir import remove_case_dir
+        from .outdir import remove_case_dir
         ours = remove_case_dir(d)
     d.mkdir(parents=True, exist_ok=ours)
     head = []

@@ -44,7 +44,8 @@ from pathlib import Path
 
 from .. import ROOT, UsageError
 from ..judging import explorer
-from . import calls, contain, coords, pool, realfs, runner, spec as specmod, sweep
+from .. import calls, coords
+from . import contain, pool, realfs, runner, spec as specmod, sweep
 
 
 @dataclass(frozen=True)
@@ -561,7 +562,7 @@ def main(argv):
     except realfs.Unavailable as e:
         print(f"validate-models: {e.reason}", file=sys.stderr)
         return 2
-    from ..commands import outdir
+    from . import outdir
     try:
         # new, empty or crashcheck's: only our own unsound/ is replaced
         outdir.claim(plan.out)

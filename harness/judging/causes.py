@@ -25,7 +25,7 @@ import hashlib
 import os
 import re
 
-from ..engine import calls as calls_mod, coords
+from .. import calls as calls_mod, coords
 from . import symbols
 
 OPEN_CALLS = frozenset(("open", "open64", "openat", "openat64", "creat",

@@ -38,7 +38,7 @@ _LEVEL = {"ignored-error": "warning", "harness-error": "error"}
 
 
 def _meanings():
-    from ..commands import topics
+    from . import topics
     return topics.MEANINGS
 
 

@@ -6,7 +6,7 @@ target a call the library does not know."""
 import functools
 import importlib.util
 
-from .. import ROOT
+from . import ROOT
 
 CALLS_DEF = ROOT / "faults" / "calls.def"
 CALLDEF = ROOT / "faults" / "calldef.py"

@@ -9,7 +9,7 @@ prints the same topics as sections of its own.
 
 import textwrap
 
-from ..engine import calls as calls_mod
+from .. import calls as calls_mod
 from ..judging import models as models_mod, oracle, properties
 
 # What each verdict means (docs/crash-model.md, "Verdicts"). Only those the
