@@ -419,23 +419,30 @@ def test_a_caught_signal_interrupts_a_blocked_pipe_write_without_sa_restart(
 
 
 def test_fsync_uncheckeds_lesson_names_what_catches_it(tmp_path):
-    """The lesson says which faults catch fsync-unchecked: the one-shot
-    EIO of its temp file's fsync, not a persistent fault (ENOSPC, or EIO
-    on every later fsync), which fails the directory's fsync too, and the
-    variant checks that one. Swept, exactly those cases are findings."""
+    """The lesson says which faults catch fsync-unchecked and as what: the
+    one-shot EIO of its temp file's fsync, which the program ignores and
+    exits 0 (unreported-error); a persistent fault (ENOSPC, or EIO on
+    every later fsync), which fails the directory's fsync too, which the
+    variant checks: it exits 1, but the file whose fsync failed is
+    already renamed over the target (torn). Swept, exactly those cases
+    are findings, as those verdicts."""
     import json
     import subprocess
     spec = ROOT / "workloads" / "specs" / "fsync-unchecked.toml"
     lesson = specmod.load(spec).lesson
-    assert "once with EIO" in lesson and "ENOSPC" in lesson, lesson
+    assert "once with EIO" in lesson and "unreported-error" in lesson \
+        and "torn when the failure persists" in lesson, lesson
     r = subprocess.run([str(ROOT / "scripts" / "crashcheck"), "run", "--out",
                         str(tmp_path / "o"), "--faults", "eio,enospc",
                         str(spec)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     cases = json.loads((tmp_path / "o" / "results.json").read_text())["cases"]
-    caught = sorted(c["id"].split("B-", 1)[1] for c in cases
+    caught = sorted((c["id"].split("B-", 1)[1], c["verdict"]) for c in cases
                     if c["verdict"] != "ok")
-    assert caught == ["fsync(target.tmp)#1=EIO"] * 2, caught
+    assert caught == sorted(
+        [("fsync(target.tmp)#1=EIO", "unreported-error")] * 2
+        + [("fsync(target.tmp)#1++=EIO", "torn")] * 2
+        + [("fsync(target.tmp)#1++=ENOSPC", "torn")] * 2), caught
     persistent = [c for c in cases if c["id"].endswith(
         ("fsync(target.tmp)#1++=ENOSPC", "fsync(target.tmp)#1++=EIO"))]
     assert len(persistent) == 4 and all(
