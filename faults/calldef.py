@@ -15,7 +15,7 @@ no preprocessor line, a row it cannot read, a WRAP row with no CALL or
 ALIAS, a call with no WRAP row, a SYSCALL row naming no call, stop it
 with one line naming the line (CallsDefError), and the build with it.
 
-A call's rule (faults/rules.c) is three hooks named after its WRAP row's
+A call's rule (faults/rules/) is three hooks named after its WRAP row's
 hooks field H: rule_H_describe (what the call works on, before the plan
 decides), rule_H_prepare (only calls with F_SHORT: once the plan has
 decided, may change what is passed down) and rule_H_after (what the call
@@ -331,7 +331,7 @@ def _hooks_of_manual(t):
 
 
 def hooks(t):
-    """gen/hooks.h: the prototype of every hook, which rules.c defines and
+    """gen/hooks.h: the prototype of every hook, which faults/rules/ defines and
     the wrappers and the dispatch call: the compiler checks all three."""
     o = ["/* Generated from calls.def by calldef.py; do not edit. */",
          "#ifndef CRASHCHECK_GEN_HOOKS_H", "#define CRASHCHECK_GEN_HOOKS_H", "",

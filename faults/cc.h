@@ -170,7 +170,7 @@ struct cc_rec {
 	bool lite;		/* before CRASHCHECK_TRACE_FROM: counted, given its seq,
 				 * and done as if untraced; a line only if a rule fired */
 	bool thin;		/* a thin write: no offset, no snapshot (thin_write) */
-	/* the rules' own (rules.c) */
+	/* the rules' own (rules/) */
 	long long pos;		/* write, writev: the descriptor's position before, -1 = none */
 	void *tofree;		/* freed after the line: a short writev's trimmed vector */
 	unsigned long maplen;	/* msync, munmap: bytes of the mapping from addr on */

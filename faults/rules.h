@@ -2,7 +2,7 @@
 #define CRASHCHECK_RULES_H
 
 /*
- * Each call's rule, written once for both backends (rules.c): what the
+ * Each call's rule, written once for both backends (rules/): what the
  * call works on, what the plan needs to decide on it, what its trace line
  * says and which snapshots follow it. A backend only hands the rules the
  * facts it alone can get, through the table of methods below (struct

@@ -544,7 +544,7 @@ def test_a_reopened_number_has_the_name_it_was_opened_by(tmp_path, progs,
                                                          backend_name):
     """A descriptor number closed where no backend sees it (close_range)
     and opened again on the same file by another of its names: every open
-    forgets what was kept of the number it returns (rules.c, open_done),
+    forgets what was kept of the number it returns (faults/rules/, open_done),
     so the write names the file as it was opened this time, under either
     backend (the supervisor used to keep the old name)."""
     run, writes = traced_writes(

@@ -89,7 +89,7 @@ def write_line(rng, seq, ino):
                      % pick(rng, (["EINTR", "short"], ['x\\"y'])))
         if rng.random() < 0.5:
             # an EINTR's signals that could interrupt the call
-            # (faults/record.c), or near misses of them
+            # (faults/trace.c), or near misses of them
             parts.append(pick(rng, ([',"intr":[]', ',"intr":[14]',
                                      ',"intr":[1,2,15]'],
                                     [',"intr":[a]', ',"intr":[1', ',"intr":1'])))

@@ -1,6 +1,6 @@
 /*
  * The supervisor's side of each trapped system call: the stops, and the
- * facts the rules (faults/rules.c, the preload's too) ask of the program.
+ * facts the rules (faults/rules/, the preload's too) ask of the program.
  * What a call works on, what its line says and what is snapshotted after
  * it are the rules'; here is where the facts come from: the stopped
  * thread's descriptors (a duplicate by pidfd_getfd, /proc/TID/fd/N), its

@@ -29,7 +29,3 @@ def parse(plan):
         raise UsageError(f"planck failed with status {proc.returncode}: "
                          f"{proc.stderr.strip()}")
     return json.loads(proc.stdout)
-
-
-def rule_texts(plan):
-    return [r["text"] for r in parse(plan)["rules"]] if plan else []

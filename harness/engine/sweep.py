@@ -1950,7 +1950,7 @@ def eintr_possible(faulted, workdir):
     """Whether the EINTR a case injected could have happened where the
     program ran: False when every call it fired on wrote a regular file
     of the work directory (local) while no signal handler lacked
-    SA_RESTART (the trace's "intr", faults/record.c); True when one of
+    SA_RESTART (the trace's "intr", faults/trace.c); True when one of
     them says otherwise or the trace does not say."""
     base = str(workdir).rstrip("/") + "/"
     hits = [r for r in trace.calls(faulted)

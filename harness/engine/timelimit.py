@@ -132,7 +132,7 @@ class Limit:
 
 def _data_end(fh):
     """Where the lines of the trace open at FH end: the library grows the
-    file ahead of its lines (fallocate, faults/record.c) and leaves the
+    file ahead of its lines (fallocate, faults/trace.c) and leaves the
     rest zeros, which a bisection over 64-byte windows finds."""
     fh.seek(0, os.SEEK_END)
     lo, hi = 0, fh.tell()
