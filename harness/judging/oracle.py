@@ -1094,216 +1094,273 @@ def judge(o):
     return replace(v, severity=sev, explanation=explanation)
 
 
-def _judge(o):
-    planned = bool(o.plan) and o.kind not in ("baseline", "powerloss")
-    fired = planned and o.fault_fired
+class _Run:
+    """What the steps of _judge share about an outcome O: whether a fault
+    was planned and fired, whether the run claimed success, and, for a
+    hard fault on the data path of a run that claims success, whether
+    the program noticed it (said so, or repeated the call until it
+    worked)."""
 
-    # 1. skipped
+    def __init__(self, o):
+        self.planned = bool(o.plan) and o.kind not in ("baseline", "powerloss")
+        self.fired = self.planned and o.fault_fired
+        self.crashed_by_plan = o.signal is not None and o.harness_killed
+        self.succeeded = not self.crashed_by_plan and o.status == 0
+        self.on_path = (self.succeeded and self.fired and o.kind in HARD
+                        and o.fault_on_data_path)
+        self.quiet = self.on_path and not noticed(
+            o.stderr, o.errno_name, o.call, strict=o.require_message)
+        # a retry is noticing the error too, but one that left the visible
+        # target wrong recovered nothing: a write that "retried" may well
+        # have been the next chunk at the same offset. A retry the crash
+        # states show lost data anyway (fsync again on pages a failed
+        # fsync dropped) is judged as if said nothing: crash-model.md's
+        # "Errors a program recovers from" names it unreported-error
+        self.silent = self.quiet and not o.fault_retried
+
+
+def _judge(o):
+    """The first verdict the numbered checks of the module docstring
+    give, in their order."""
+    for step in (_not_run, _never_fired, _timed_out, _crashed):
+        v = step(o)
+        if v is not None:
+            return v
+    if o.signal is None and o.status is None:
+        raise ValueError("outcome: neither an exit status nor a signal")
+    r = _Run(o)
+    for step in (_failed_unplanned, _claimed_wrongly, _gave_up,
+                 _left_visible, _crash_states, _failure_unnamed, _ignored):
+        v = step(o, r)
+        if v is not None:
+            return v
+    return _ok(o, r)
+
+
+def _not_run(o):
+    """1. skipped: by the harness, or by the program (exit 77)."""
+    planned = bool(o.plan) and o.kind not in ("baseline", "powerloss")
     if o.skip:
         return Verdict("skipped", o.skip,
                        f"This case cannot run here: {o.skip}. It counts as neither a "
                        "pass nor a failure; run it where that is supported.")
-    if o.status == SKIP_STATUS and not fired and not o.timed_out:
+    if o.status == SKIP_STATUS and not (planned and o.fault_fired) \
+            and not o.timed_out:
         lines = o.stderr.strip().splitlines()
         reason = lines[-1].strip() if lines else "the program exited 77 (not supported here)"
         return Verdict("skipped", reason,
                        f"The program says this case cannot run here: {reason}. It "
                        "counts as neither a pass nor a failure.")
+    return None
 
-    # 2. the planned fault never fired
+
+def _never_fired(o):
+    """2. the planned fault never fired."""
+    planned = bool(o.plan) and o.kind not in ("baseline", "powerloss")
     if planned and not o.fault_fired:
         return Verdict(
             "harness-error", f"planned fault {o.plan} never fired",
             f"The plan {o.plan} never fired: under it the program made fewer matching "
             "calls than the recorded run showed, so this case tested nothing. That is "
             "an error of the harness (stale trace or a wrong case), never a pass.")
+    return None
 
-    # 3. hang
-    if o.timed_out:
-        return _hang(o)
 
-    # 4. crashed
-    if o.signal is not None and not o.harness_killed:
-        name = _signame(o.signal)
-        under = f" under {o.plan}" if o.plan else " with no fault planned"
-        where = (f", most likely in the code that handles {_fault(o)}" if o.plan
-                 else " in the program itself")
-        hint = ("Rerun the reproduce command under a debugger, or build with "
-                "SANITIZE=address,undefined.")
-        if o.signal == signal_mod.SIGBUS:
-            # A store into a file mapping gets no error return (issue 6's
-            # mmap-ftruncate variant, on a real full disk).
-            hint = ("SIGBUS usually means a store into a file mapping found no "
-                    "block behind it: past the end of the file, or a hole the "
-                    "filesystem could not fill because the disk is full. Reserve "
-                    "the blocks with posix_fallocate before mapping, so that a full "
-                    "disk is an error the program can check and report.")
+def _timed_out(o):
+    """3. hang."""
+    return _hang(o) if o.timed_out else None
+
+
+def _crashed(o):
+    """4. crashed: a signal the harness did not send."""
+    if o.signal is None or o.harness_killed:
+        return None
+    name = _signame(o.signal)
+    under = f" under {o.plan}" if o.plan else " with no fault planned"
+    where = (f", most likely in the code that handles {_fault(o)}" if o.plan
+             else " in the program itself")
+    hint = ("Rerun the reproduce command under a debugger, or build with "
+            "SANITIZE=address,undefined.")
+    if o.signal == signal_mod.SIGBUS:
+        # A store into a file mapping gets no error return (issue 6's
+        # mmap-ftruncate variant, on a real full disk).
+        hint = ("SIGBUS usually means a store into a file mapping found no "
+                "block behind it: past the end of the file, or a hole the "
+                "filesystem could not fill because the disk is full. Reserve "
+                "the blocks with posix_fallocate before mapping, so that a full "
+                "disk is an error the program can check and report.")
+    return Verdict(
+        "crashed", f"killed by {name} (signal {o.signal}){under}",
+        f"The program died of {name}, a signal the harness did not send: a bug"
+        f"{where}. {hint}",
+        cause=Cause(f"do not die of {name}", call=o.call or None,
+                    prop="error/died"))
+
+
+def _failed_unplanned(o, r):
+    """5. a run with nothing planned must succeed."""
+    if r.planned or r.succeeded:
+        return None
+    line = _first_line(o.stderr) or "no message"
+    return Verdict(
+        "harness-error", f"exited {o.status} with no fault planned: {line}",
+        "The program failed without any injected fault, so no faulted case of "
+        "it means anything. Fix the workload or the environment until the "
+        "baseline run exits 0.")
+
+
+def _claimed_wrongly(o, r):
+    """6./7. success claimed, the new content not there."""
+    if not r.succeeded:
+        return None
+    bad = _visible_failure(o, claimed=True)
+    if bad is None:
+        return None
+    if r.quiet:
         return Verdict(
-            "crashed", f"killed by {name} (signal {o.signal}){under}",
-            f"The program died of {name}, a signal the harness did not send: a bug"
-            f"{where}. {hint}",
-            cause=Cause(f"do not die of {name}", call=o.call or None,
-                        prop="error/died"))
-    if o.signal is None and o.status is None:
-        raise ValueError("outcome: neither an exit status nor a signal")
+            "unreported-error",
+            f"exited 0 after {o.plan}: {_failed(o)}, and the target is not the "
+            f"new content: found {bad[1]}",
+            " ".join(_unreported_text(
+                o, "The target does not hold what the program was asked to "
+                   "write: the data is lost.").split()),
+            cause=Cause(_check_rule(o), call=o.call, prop="error/unreported"))
+    under = f" after {o.plan}" if o.plan else ""
+    rule = {"short": "loop until every byte is written",
+            "eintr": "retry a call interrupted by EINTR"}.get(
+        o.kind, f"exit non-zero when {o.call.split('#')[0]} fails"
+        if r.fired and o.kind in HARD else "write the new content in full")
+    call = o.call or None
+    prop = "error/transient" if o.kind in TRANSIENT else "error/unreported"
+    if o.kind == "crash":
+        # a process of the run was killed and the run still claimed
+        # success (a pipeline's last command): whichever call it died
+        # at, one defect
+        rule, call = "exit non-zero when a process of the run is killed", None
+    return Verdict("lost-update",
+                   f"exited 0{under} but expected {_expected(o, True)}, "
+                   f"found {bad[1]}", _lost_update_text(o),
+                   cause=Cause(rule, call=call, prop=prop))
 
-    crashed_by_plan = o.signal is not None and o.harness_killed
-    succeeded = not crashed_by_plan and o.status == 0
 
-    # 5. a run with nothing planned must succeed
-    if not planned and not succeeded:
-        line = _first_line(o.stderr) or "no message"
+def _gave_up(o, r):
+    """8. gave up on a transient fault."""
+    if r.succeeded or r.crashed_by_plan or not (r.fired and o.kind in TRANSIENT):
+        return None
+    line = _first_line(o.stderr) or "no message"
+    bad = _visible_failure(o, claimed=False)
+    also = f"; the target was left {bad[0]}: {bad[1]}" if bad else ""
+    if o.kind == "short":
+        what = (f"{o.call}{_on(o)} wrote fewer bytes than asked (a short write), "
+                "which any write may do and which is not an error, and the "
+                "program gave up. Loop until every byte is written, advancing "
+                "by what each call returned.")
+        rule = "continue after a short write"
+    else:
+        what = (f"{o.call}{_on(o)} was interrupted by a signal (EINTR) before "
+                "writing anything, which is not an error, and the program gave "
+                "up. Retry the call (or install signal handlers with SA_RESTART).")
+        rule = "retry a call interrupted by EINTR"
+    return Verdict("gave-up-on-transient",
+                   f"exited {o.status} after {o.plan}: {line}{also}", what,
+                   cause=Cause(rule, call=o.call, prop="error/transient"))
+
+
+def _left_visible(o, r):
+    """9. the visible state after a failure or a planned crash."""
+    if r.succeeded:
+        return None
+    bad = _visible_failure(o, claimed=False)
+    if bad is None:
+        return None
+    verdict, found = bad
+    how = "was killed at" if r.crashed_by_plan else f"exited {o.status} after"
+    what = o.call if r.crashed_by_plan else o.plan
+    rule = RULE_KEEP_TARGET if verdict == "missing" else RULE_IN_PLACE
+    # whichever call failed, the defect is where the program started on
+    # the target itself
+    change = ("unlink" if verdict == "missing" else "overwrite", o.target_name)
+    text = _torn_text(o, verdict)
+    # an update of several calls, seen half done
+    prop = "atomicity/calls"
+    if verdict == "torn" and o.target_renamed:
+        # a temp file and a rename, but the file was not whole
+        rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", o.target_name)
+        text = (f"{_when(o)} the target holds neither the old nor the new "
+                "version: the program renamed a file over it before that "
+                f"file held all of the new content. {_sentence(rule)}")
+        if not r.crashed_by_plan and o.kind in HARD:
+            # it went on past its failed call to the rename
+            prop = "error/ignored"
+    elif verdict == "torn" and o.target_removed:
+        # the old version moved aside, the new one never finished
+        rule, change = RULE_KEEP_TARGET, ("unlink", o.target_name)
+        text = (f"{_when(o)} the target holds neither the old nor the new "
+                "version: the program moved the old one away (or removed "
+                "it) and left an incomplete file in its place. Keep the "
+                "target where it is until a complete, fsynced temporary "
+                "file is renamed over it.")
+    return Verdict(verdict,
+                   f"{how} {what}: expected {_expected(o, False)}, found {found}",
+                   text, cause=Cause(rule, change=change, prop=prop))
+
+
+def _crash_states(o, r):
+    """10. the power-loss crash states."""
+    return _crash_state_verdict(o, r.succeeded, r.quiet)
+
+
+def _failure_unnamed(o, r):
+    """11. the built-in corpus: a failure that does not say what failed."""
+    if r.succeeded or r.crashed_by_plan or not o.require_message:
+        return None
+    name = o.errno_name
+    rule = "name the call and the error when failing"
+    if not o.stderr.strip():
         return Verdict(
-            "harness-error", f"exited {o.status} with no fault planned: {line}",
-            "The program failed without any injected fault, so no faulted case of "
-            "it means anything. Fix the workload or the environment until the "
-            "baseline run exits 0.")
-
-    # A hard fault on the data path of a run that claims success: did the
-    # program notice it (said so, or repeated the call until it worked)?
-    on_path = succeeded and fired and o.kind in HARD and o.fault_on_data_path
-    quiet = on_path and not noticed(o.stderr, o.errno_name, o.call,
-                                    strict=o.require_message)
-    # a retry is noticing the error too, but one that left the visible
-    # target wrong recovered nothing: a write that "retried" may well have
-    # been the next chunk at the same offset. A retry the crash states
-    # show lost data anyway (fsync again on pages a failed fsync dropped)
-    # is judged as if said nothing: crash-model.md's "Errors a program
-    # recovers from" names it unreported-error
-    silent = quiet and not o.fault_retried
-
-    if succeeded:
-        # 6./7. success claimed, new content not there
-        bad = _visible_failure(o, claimed=True)
-        if bad is not None and quiet:
-            return Verdict(
-                "unreported-error",
-                f"exited 0 after {o.plan}: {_failed(o)}, and the target is not the "
-                f"new content: found {bad[1]}",
-                " ".join(_unreported_text(
-                    o, "The target does not hold what the program was asked to "
-                       "write: the data is lost.").split()),
-                cause=Cause(_check_rule(o), call=o.call, prop="error/unreported"))
-        if bad is not None:
-            under = f" after {o.plan}" if o.plan else ""
-            rule = {"short": "loop until every byte is written",
-                    "eintr": "retry a call interrupted by EINTR"}.get(
-                o.kind, f"exit non-zero when {o.call.split('#')[0]} fails"
-                if fired and o.kind in HARD else "write the new content in full")
-            call = o.call or None
-            prop = "error/transient" if o.kind in TRANSIENT else "error/unreported"
-            if o.kind == "crash":
-                # a process of the run was killed and the run still
-                # claimed success (a pipeline's last command): whichever
-                # call it died at, one defect
-                rule, call = "exit non-zero when a process of the run is killed", None
-            return Verdict("lost-update",
-                           f"exited 0{under} but expected {_expected(o, True)}, "
-                           f"found {bad[1]}", _lost_update_text(o),
-                           cause=Cause(rule, call=call, prop=prop))
-    elif not crashed_by_plan:
-        # 8. gave up on a transient fault
-        if fired and o.kind in TRANSIENT:
-            line = _first_line(o.stderr) or "no message"
-            bad = _visible_failure(o, claimed=False)
-            also = f"; the target was left {bad[0]}: {bad[1]}" if bad else ""
-            if o.kind == "short":
-                what = (f"{o.call}{_on(o)} wrote fewer bytes than asked (a short write), "
-                        "which any write may do and which is not an error, and the "
-                        "program gave up. Loop until every byte is written, advancing "
-                        "by what each call returned.")
-                rule = "continue after a short write"
-            else:
-                what = (f"{o.call}{_on(o)} was interrupted by a signal (EINTR) before "
-                        "writing anything, which is not an error, and the program gave "
-                        "up. Retry the call (or install signal handlers with SA_RESTART).")
-                rule = "retry a call interrupted by EINTR"
-            return Verdict("gave-up-on-transient",
-                           f"exited {o.status} after {o.plan}: {line}{also}", what,
-                           cause=Cause(rule, call=o.call, prop="error/transient"))
-
-    # 9. the visible state after a failure or a planned crash
-    if not succeeded:
-        bad = _visible_failure(o, claimed=False)
-        if bad is not None:
-            verdict, found = bad
-            how = "was killed at" if crashed_by_plan else f"exited {o.status} after"
-            what = o.call if crashed_by_plan else o.plan
-            rule = RULE_KEEP_TARGET if verdict == "missing" else RULE_IN_PLACE
-            # whichever call failed, the defect is where the program
-            # started on the target itself
-            change = ("unlink" if verdict == "missing" else "overwrite", o.target_name)
-            text = _torn_text(o, verdict)
-            # an update of several calls, seen half done
-            prop = "atomicity/calls"
-            if verdict == "torn" and o.target_renamed:
-                # a temp file and a rename, but the file was not whole
-                rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", o.target_name)
-                text = (f"{_when(o)} the target holds neither the old nor the new "
-                        "version: the program renamed a file over it before that "
-                        f"file held all of the new content. {_sentence(rule)}")
-                if not crashed_by_plan and o.kind in HARD:
-                    # it went on past its failed call to the rename
-                    prop = "error/ignored"
-            elif verdict == "torn" and o.target_removed:
-                # the old version moved aside, the new one never finished
-                rule, change = RULE_KEEP_TARGET, ("unlink", o.target_name)
-                text = (f"{_when(o)} the target holds neither the old nor the new "
-                        "version: the program moved the old one away (or removed "
-                        "it) and left an incomplete file in its place. Keep the "
-                        "target where it is until a complete, fsynced temporary "
-                        "file is renamed over it.")
-            return Verdict(verdict,
-                           f"{how} {what}: expected {_expected(o, False)}, found {found}",
-                           text, cause=Cause(rule, change=change, prop=prop))
-
-    # 10. the power-loss crash states
-    v = _crash_state_verdict(o, succeeded, quiet)
-    if v is not None:
-        return v
-
-    # 11. the built-in corpus: a failure that does not say what failed
-    if not succeeded and not crashed_by_plan and o.require_message:
-        name = o.errno_name
-        rule = "name the call and the error when failing"
-        if not o.stderr.strip():
-            return Verdict(
-                "unreported-error",
-                f"exited {o.status} after {o.plan} without saying why (stderr is empty)",
-                f"The program failed after {_fault(o)} but printed nothing, so its user "
-                "cannot tell which call failed or why. Before exiting non-zero, print one "
-                "line naming the call, its subject and strerror(errno).",
-                cause=Cause(rule, call=o.call, prop="error/unreported"))
-        if name and not stderr_names_failure(o.stderr, name):
-            return Verdict(
-                "unreported-error",
-                f"exited {o.status} after {o.plan} but stderr does not name the error "
-                f"(no '{strerror(name)}' in: {_first_line(o.stderr)})",
-                f"The program failed after {_fault(o)} but its message does not say so, "
-                f"so its user cannot tell what went wrong. Print the call, its subject "
-                f"and strerror(errno), e.g. \"{o.call.split('#')[0]} 'target': "
-                f"{strerror(name)}\".",
-                cause=Cause(rule, call=o.call, prop="error/unreported"))
-
-    # 12. ignored, and no data lost this time
-    if silent:
-        n = len(o.crash_states)
-        states = ("the target holds the new content" if not n else
-                  "the crash state after its exit holds the new content" if n == 1
-                  else f"all {n} crash states after its exit hold the new content")
-        said = _said(o)
+            "unreported-error",
+            f"exited {o.status} after {o.plan} without saying why (stderr is empty)",
+            f"The program failed after {_fault(o)} but printed nothing, so its user "
+            "cannot tell which call failed or why. Before exiting non-zero, print one "
+            "line naming the call, its subject and strerror(errno).",
+            cause=Cause(rule, call=o.call, prop="error/unreported"))
+    if name and not stderr_names_failure(o.stderr, name):
         return Verdict(
-            "ignored-error",
-            f"exited 0 after {o.plan}: {_failed(o)} and the program "
-            f"{'said nothing' if not said else 'went on'}; {states}",
-            f"{_failed(o)} and the program went on "
-            f"{'without a word' if not said else 'as if it had worked (it printed ' + repr(said) + ', which names no error)'}. "
-            "This time no data was lost: the new content is in place and "
-            "durable. " + properties.WHEN_IGNORED,
-            cause=Cause(_check_rule(o), call=o.call, prop="error/ignored"))
+            "unreported-error",
+            f"exited {o.status} after {o.plan} but stderr does not name the error "
+            f"(no '{strerror(name)}' in: {_first_line(o.stderr)})",
+            f"The program failed after {_fault(o)} but its message does not say so, "
+            f"so its user cannot tell what went wrong. Print the call, its subject "
+            f"and strerror(errno), e.g. \"{o.call.split('#')[0]} 'target': "
+            f"{strerror(name)}\".",
+            cause=Cause(rule, call=o.call, prop="error/unreported"))
+    return None
 
-    # 13. ok, and a fault on the data path the program came through
-    if on_path:
+
+def _ignored(o, r):
+    """12. ignored, and no data lost this time."""
+    if not r.silent:
+        return None
+    n = len(o.crash_states)
+    states = ("the target holds the new content" if not n else
+              "the crash state after its exit holds the new content" if n == 1
+              else f"all {n} crash states after its exit hold the new content")
+    said = _said(o)
+    return Verdict(
+        "ignored-error",
+        f"exited 0 after {o.plan}: {_failed(o)} and the program "
+        f"{'said nothing' if not said else 'went on'}; {states}",
+        f"{_failed(o)} and the program went on "
+        f"{'without a word' if not said else 'as if it had worked (it printed ' + repr(said) + ', which names no error)'}. "
+        "This time no data was lost: the new content is in place and "
+        "durable. " + properties.WHEN_IGNORED,
+        cause=Cause(_check_rule(o), call=o.call, prop="error/ignored"))
+
+
+def _ok(o, r):
+    """13. ok, with a note when a fault on the data path was recovered
+    from."""
+    if r.on_path:
         how = (f"retried {o.call.split('#')[0]}" if o.fault_retried
                and not noticed(o.stderr, o.errno_name, o.call, o.require_message)
                else f"said: {_naming_line(o.stderr, o.errno_name, o.call)}")
