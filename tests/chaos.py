@@ -44,8 +44,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 
+# The round's /dev/shm is the audits' scratch (--scratch): large enough
+# that crashcheck would choose it anyway (runner.SHM_MIN_FREE), so that
+# what a killed audit leaves there is what the checks wait for and see
 NAMESPACE = r"""
-SHM_SIZE=64m
+SHM_SIZE=320m
 . "$ROOT/tests/private-mounts.sh"
 exec /usr/bin/python3 "$ROOT/tests/chaos.py" --inside "$@"
 """
@@ -158,7 +161,8 @@ def one_round(i, rng, base, action, quick=False):
         if quick else []
     proc = subprocess.Popen(
         [str(CRASHCHECK), "audit", "--jobs", "2", "--timeout", "5", *faults,
-         "--out", str(out), "--", str(prog), "{target}", "{new}"],
+         "--scratch", "/dev/shm", "--out", str(out), "--", str(prog),
+         "{target}", "{new}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True)
     seen = set()
