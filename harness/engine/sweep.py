@@ -813,14 +813,17 @@ FULL_ERRNOS = ("ENOSPC", "EDQUOT")
 def full_disk_hits(out):
     """The calls of OUT's run (a FULL_DISK case) that failed with ENOSPC
     or EDQUOT on a file of its work directory, marked as a fired fault's
-    records are ("fault"), so that the judge reads them as it reads a
-    planned fault's."""
+    records are ("fault": an object as the trace's, with no rule of a
+    plan: {"action": "ENOSPC", "disk": "full"}), so that the judge reads
+    them as it reads a planned fault's."""
     def failed(r):
         ret, err = r.get("ret"), r.get("errno")
         # posix_fallocate returns its error rather than -1
         return isinstance(ret, int) and err and (
             ret < 0 or r["call"] == "posix_fallocate" and ret == err)
-    return [dict(r, fault=True) for r in trace.calls(out.records)
+    return [dict(r, fault={"action": trace.errno_name(r["errno"]),
+                           "disk": "full"})
+            for r in trace.calls(out.records)
             if failed(r) and trace.errno_name(r["errno"]) in FULL_ERRNOS
             and touches(r, out.workdir)]
 
