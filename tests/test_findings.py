@@ -258,6 +258,26 @@ def test_a_state_that_lost_nothing_does_not_say_the_data_reached_the_disk(
         assert c["property"] == "atomicity/calls"
 
 
+def test_a_failed_fsync_in_place_is_the_rewrite_not_an_ignored_error(
+        protocols, files):
+    """A program that rewrites its target in place and stops, saying so,
+    at a failed fsync did not ignore the error: what the failed sync
+    dropped was the target itself, and the defect is the rewrite in
+    place, one defect with its crashes and power cuts."""
+    _, doc, cases = audit(files / "o", [protocols, "inplace", "{target}",
+                                        "{new}"],
+                          "--old", files / "old", "--new", files / "new",
+                          "--faults", "eio,crash,powerloss")
+    failed = [c for c in findings(cases) if "fsync(target)" in c["id"]]
+    assert failed, sorted(cases)
+    for c in failed:
+        assert c["exit"]["status"] == 1 and "fsync" in c["stderr"], c
+        assert c["property"] == "atomicity/calls", (c["id"], c["property"])
+        assert c["cause"]["rule"].startswith(
+            "write a temp file and rename it instead of rewriting in place"), c
+    assert len(doc["summary"]["defects"]) == 1, doc["summary"]["defects"]
+
+
 def test_a_failed_fsync_is_not_data_that_reached_the_disk(protocols, files):
     # the rename goes ahead after a failed fsync, then the program fails
     # at the directory's fsync and exits 1: a power cut after its exit

@@ -880,6 +880,12 @@ def _state_cause(o, st, verdict, claimed):
         change = failed or change
         if o.fault_retried and _sync_call(o.call or ""):
             return "error/unreported", RULE_NO_SYNC_RETRY, change, why
+        if o.status not in (0, None) and target is not None and \
+                not o.target_renamed and not o.target_removed:
+            # it stopped at the failure and said so: what the failed sync
+            # dropped was the target itself, being rewritten in place
+            return ("atomicity/calls", RULE_IN_PLACE, ("overwrite", target),
+                    why)
         return "error/ignored", RULE_SYNC_FAILED, change, why
     # the fault made the program skip a sync it makes otherwise
     skipped = _skipped(o, lost)

@@ -66,6 +66,11 @@
  *                         what it returns, rename it over TARGET, fsync
  *                         the directory (checked). Defect: the rename
  *                         goes ahead after a failed fsync
+ *   inplace TARGET NEW    a program that rewrites its file in place:
+ *                         open TARGET with O_TRUNC, write NEW, fsync,
+ *                         close, every call checked. Defect: in place
+ *                         (a failed fsync it reports and stops at still
+ *                         leaves the target torn)
  *
  * Exit status: 0 done, 1 failed (and said why), 2 usage; the checkers 0
  * when the state is acceptable, 1 with one line saying what they found.
@@ -439,6 +444,28 @@ static int replace(const char *target, const char *newf, enum how how)
 	return sync_dir();
 }
 
+/* --------------------------------------------------------------- inplace */
+
+static int inplace(const char *target, const char *newf)
+{
+	size_t len;
+	char *data = slurp(newf, &len);
+	int fd;
+
+	if (!data)
+		return fail("open", newf);
+	fd = open(target, O_WRONLY | O_TRUNC);	/* BUG: in place */
+	if (fd < 0)
+		return fail("open", target);
+	if (write_all(fd, data, len) < 0)
+		return fail("write", target);
+	if (fsync(fd) < 0)
+		return fail("fsync", target);
+	if (close(fd) < 0)
+		return fail("close", target);
+	return 0;
+}
+
 /* ------------------------------------------------------------------- zip */
 
 static int zip(const char *target)
@@ -517,6 +544,8 @@ int main(int argc, char **argv)
 		return replace(argv[2], argv[3], TIDY);
 	if (!strcmp(m, "replace-unchecked") && argc == 4)
 		return replace(argv[2], argv[3], UNCHECKED);
+	if (!strcmp(m, "inplace") && argc == 4)
+		return inplace(argv[2], argv[3]);
 	if (!strcmp(m, "zip") && argc == 3)
 		return zip(argv[2]);
 	if (!strcmp(m, "zip-check") && argc == 4)
