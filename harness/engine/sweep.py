@@ -3012,10 +3012,11 @@ class Judge:
             if thin and not verdict.ok:
                 return None
             if verdict.state and (verdict.verdict == "unreported-error" or
-                                  case.kind == "eintr") and \
+                                  case.kind == "eintr" or
+                                  oracle.blames_a_skipped_sync(verdict)) and \
                     self.baseline_at_risk(combo):
                 # the baseline loses the data the same way: that defect,
-                # not the fault's
+                # not the fault's (nor a sync the fault made it skip)
                 facts["known_at_risk"] = True
                 verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
             if verdict.verdict == "ignored-error" and committed_before(

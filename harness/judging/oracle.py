@@ -180,7 +180,8 @@ class Outcome:
     known_at_risk: bool = False         # the same program with no fault already
                                         # left an after-exit state without the
                                         # new content: a fault case whose
-                                        # states fail shows that defect
+                                        # states fail shows that defect (not
+                                        # a sync its fault made it skip)
     target_removed: bool = False        # the target's own entry was renamed
                                         # away or unlinked during the run
                                         # (a power-loss case: before its point)
@@ -854,11 +855,22 @@ RULE_APPEND = ("make the reader drop a torn last record (a length and a "
 RULE_ORDER = ("make a file durable (fsync it, and its directory when its "
               "name is new) before the change that depends on it")
 
+_SKIPPED_SYNC = ": when it fails, the sync it leads to never happens"
+
+
 def _skipped_rule(call):
     """The rule a fault breaks that made the program skip a sync it
     makes otherwise (SQLite's open of the directory for its fsync)."""
-    return (f"check what {call} returns: when it fails, the sync it leads "
-            "to never happens")
+    return f"check what {call} returns{_SKIPPED_SYNC}"
+
+
+def blames_a_skipped_sync(v):
+    """Whether verdict V names as its cause a sync that its fault made
+    the program skip: the sweep asks whether the program without the
+    fault loses the data anyway (Outcome.known_at_risk), when that
+    defect, not the skip, is the cause."""
+    return v.cause is not None and (v.cause.rule or "").endswith(
+        _SKIPPED_SYNC)
 
 
 def _state_cause(o, st, verdict, claimed):
@@ -887,8 +899,9 @@ def _state_cause(o, st, verdict, claimed):
             return ("atomicity/calls", RULE_IN_PLACE, ("overwrite", target),
                     why)
         return "error/ignored", RULE_SYNC_FAILED, change, why
-    # the fault made the program skip a sync it makes otherwise
-    skipped = _skipped(o, lost)
+    # the fault made the program skip a sync it makes otherwise (unless
+    # the program loses this data without the fault too: that defect)
+    skipped = None if o.known_at_risk else _skipped(o, lost)
     if skipped is not None:
         call = o.call.split("#")[0]
         name = skipped[1]
