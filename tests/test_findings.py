@@ -138,6 +138,32 @@ def test_a_failed_directory_open_taken_as_success(protocols, files):
     assert cases["protocols-baseline"]["verdict"] == "ok"
 
 
+def test_a_skipped_sync_is_not_blamed_when_the_data_is_lost_anyway(
+        protocols, files):
+    # SQLite's default (synchronous=FULL): the journal's unlink, the
+    # commit, is never synced. With EIO on the open of the directory it
+    # skips an earlier directory sync too, but the update is lost the
+    # same way without the fault: the one defect is the unlink's
+    db = files / "db"
+    db.write_bytes((files / "old").read_bytes())
+    _, doc, cases = audit(
+        files / "out", [protocols, "journal-full", "{target}", "{new}"],
+        "--old", db, "--new", files / "new", "--faults", "baseline,eio,"
+        "powerloss", "--model", "posix", "--target", "db",
+        check=f"{protocols} journal-check {{target}} {files / 'old'} "
+              f"{files / 'new'}")
+    c = cases["protocols-open(.)#1=EIO"]
+    assert c["verdict"] == "not-durable", c
+    assert c["cause"]["rule"] == \
+        "fsync the directory after removing a file", c["cause"]
+    assert c["property"] == "durability"
+    assert "skip the sync" not in said(c)
+    # one defect with the power cut after exit of the run with no fault
+    mine = [d for d in doc["summary"]["defects"] if c["id"] in d["ids"]]
+    assert len(mine) == 1 and \
+        "protocols-powerloss@exit-posix" in mine[0]["ids"], mine
+
+
 @pytest.mark.parametrize("mode, verdict", [("copytrunc", "unreported-error"),
                                            ("copytrunc-said", "not-durable")])
 def test_an_ignored_fsync_error_is_no_retry(protocols, files, mode, verdict):

@@ -23,6 +23,12 @@
  *                         fsync the directory. Defect: when the open of
  *                         the directory for that last fsync fails, it
  *                         skips the fsync and exits 0 all the same
+ *   journal-full DB NEW   the same with SQLite's default sync
+ *                         (synchronous=FULL): the directory synced after
+ *                         the journal is made (skipped when its open
+ *                         fails, as SQLite does), never after the
+ *                         journal's unlink. Defect: that unlink, the
+ *                         commit, is not durable, fault or none
  *   journal-check DB OLD NEW  the next opener: a journal left rolls DB
  *                         back to it; then DB must be OLD or NEW (NEW
  *                         once the run exited 0)
@@ -242,7 +248,10 @@ static int append_check(const char *log, const char *newf)
 
 /* --------------------------------------------------------------- journal */
 
-static int journal(const char *db, const char *newf)
+/* FULL: SQLite's default, synchronous=FULL: the directory is synced
+ * after the journal is made (skipped, silently, when it cannot be
+ * opened), never after the journal's unlink */
+static int journal(const char *db, const char *newf, int full)
 {
 	char jname[4096];
 	size_t olen, nlen;
@@ -260,8 +269,16 @@ static int journal(const char *db, const char *newf)
 	if (write_all(fd, old, olen) < 0 || fsync(fd) < 0)
 		return fail("write", jname);
 	close(fd);
-	if (sync_dir())
+	if (full) {
+		fd = open(".", O_RDONLY | O_DIRECTORY);
+		if (fd >= 0) {	/* a failed open skips the fsync */
+			if (fsync(fd) < 0)
+				return fail("fsync", ".");
+			close(fd);
+		}
+	} else if (sync_dir()) {
 		return 1;
+	}
 	fd = open(db, O_WRONLY | O_TRUNC);
 	if (fd < 0)
 		return fail("open", db);
@@ -272,6 +289,8 @@ static int journal(const char *db, const char *newf)
 	close(fd);
 	if (unlink(jname) < 0)
 		return fail("unlink", jname);
+	if (full)
+		return 0;	/* BUG: the unlink that commits is never synced */
 	fd = open(".", O_RDONLY | O_DIRECTORY);
 	if (fd >= 0) {		/* BUG: a failed open skips the fsync, silently */
 		if (fsync(fd) < 0)
@@ -525,7 +544,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "append-check") && argc == 4)
 		return append_check(argv[2], argv[3]);
 	if (!strcmp(m, "journal") && argc == 4)
-		return journal(argv[2], argv[3]);
+		return journal(argv[2], argv[3], 0);
+	if (!strcmp(m, "journal-full") && argc == 4)
+		return journal(argv[2], argv[3], 1);
 	if (!strcmp(m, "journal-check") && argc == 5)
 		return journal_check(argv[2], argv[3], argv[4]);
 	if (!strcmp(m, "copytrunc") && argc == 3)
