@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
-from harness.reports import console, report  # noqa: E402
+from harness.reports import console  # noqa: E402
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 SPECS = ROOT / "workloads" / "specs"
@@ -152,7 +152,7 @@ def test_not_caught_names_what_a_naive_fix_still_shows(tmp_path):
 
 
 def test_many_caught_defects_are_one_line_each_with_a_command(tmp_path):
-    """More than report.CAUGHT_IN_FULL caught defects (make run): each
+    """More than console.CAUGHT_IN_FULL caught defects (make run): each
     on its CAUGHT line and the reproduce command of its first case, no
     more, so that the corpus's pass stays short."""
     specs = [SPECS / f"{n}.toml" for n in (
@@ -162,7 +162,7 @@ def test_many_caught_defects_are_one_line_each_with_a_command(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     caught = [d for d in doc["summary"]["defects"] if d["status"] == "caught"]
-    assert len(caught) > report.CAUGHT_IN_FULL
+    assert len(caught) > console.CAUGHT_IN_FULL
     heads = [line for line in r.stdout.splitlines()
              if line.startswith("CAUGHT ")]
     assert len(heads) == len(caught)

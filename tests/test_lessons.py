@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.reports import lessons as L
-from harness.reports import report
+from harness.reports import markdown
 from harness.engine import spec as specmod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,7 +217,7 @@ def test_lessons_for_a_fake_spec_and_results(corpus):
     assert "-\t/* BUG: ignored */" in diff and "-\tfsync(fd);" in diff
     assert "+\tif (fsync(fd) < 0)" in diff and "+\t\treturn -1;" in diff
     # the report takes it as it is
-    md = report.markdown_text([], {"command": "t"}, out)
+    md = markdown.markdown_text([], {"command": "t"}, out)
     assert "## Lessons" in md and "keep-unchecked-stdio-1B-fsync#1=EIO" in md
 
 

@@ -18,8 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import UsageError  # noqa: E402
-from harness.reports import report  # noqa: E402
-from harness.reports.report import ReportError  # noqa: E402
+from harness.reports import (console, htmlpage, junit, markdown,  # noqa: E402
+                              report, summary)
+from harness.reports.summary import ReportError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,14 +125,14 @@ def every_case():
 
 
 def cell_texts(cases):
-    kinds, rows = report.matrix(cases)
+    kinds, rows = summary.matrix(cases)
     return {(w, s, k): cells[k].text for w, s, _, cells in rows
             for k in kinds}, {(w, s, k): cells[k].status
                               for w, s, _, cells in rows for k in kinds}
 
 
 def failing(cases):
-    return [c for c in cases if report.status(c) in ("failed",
+    return [c for c in cases if summary.status(c) in ("failed",
                                                      "harness-error")]
 
 
@@ -141,14 +142,14 @@ def failing(cases):
 
 def test_summary_counts_every_verdict():
     cases = every_case()
-    s = report.summarize(cases, META)
+    s = summary.summarize(cases, META)
     assert s["cases"] == len(cases) == 19
     v = s["verdicts"]
-    assert set(v) == set(report.VERDICTS)
+    assert set(v) == set(summary.VERDICTS)
     assert v["ok"] == 6
     assert v["not-durable"] == 2 and v["skipped"] == 3
     assert v["harness-error"] == 1 and v["hang"] == 1
-    for verdict in report.VERDICTS:
+    for verdict in summary.VERDICTS:
         # ignored-error has tests of its own (test_defects_*)
         assert v[verdict] >= 1 or verdict == "ignored-error", verdict
     # findings: verdict neither ok nor skipped (harness errors included)
@@ -160,7 +161,7 @@ def test_summary_counts_every_verdict():
     assert s["skip_reasons"] == {
         "O_DIRECT unsupported on this filesystem": 2,
         "mmap of an empty file | not possible": 1}
-    assert s["kinds"] == list(report.KINDS)
+    assert s["kinds"] == list(summary.KINDS)
     assert s["workloads"] == ["nofsync", "noretry", "replace"]
     assert s["strategies"] == ["direct", "mmap", "stdio", "sync"]
     assert s["models"] == ["ext4-ordered", "posix"]
@@ -177,7 +178,7 @@ def test_summary_counts_every_verdict():
 
 
 def test_variants_caught_and_not_caught():
-    s = report.summarize(every_case(), META)
+    s = summary.summarize(every_case(), META)
     by = {v["workload"]: v for v in s["variants"]}
     assert by["nofsync"] == {
         "workload": "nofsync", "expect": NOT_DURABLE, "cases": 2,
@@ -194,13 +195,13 @@ def test_clean_run_passes_and_uncaught_variant_fails_it():
              mk("bad-stdio-1B-powerloss@exit[posix]", workload="bad",
                 kind="powerloss", verdict="not-durable",
                 expected=[NOT_DURABLE])]
-    assert report.summarize(clean, {})["passed"] is True
+    assert summary.summarize(clean, {})["passed"] is True
     # The same variant, no longer caught: every case says passed (ok
     # verdict), yet the run fails.
     blind = [clean[0], mk("bad-stdio-1B-powerloss@exit[posix]",
                           workload="bad", kind="powerloss",
                           expected=[NOT_DURABLE], passed=True)]
-    s = report.summarize(blind, {})
+    s = summary.summarize(blind, {})
     assert s["failed"] == 0 and len(s["not_caught"]) == 1
     assert s["passed"] is False
 
@@ -209,9 +210,9 @@ def test_status_never_shows_an_unexpected_finding_as_pass():
     # passed=true on a finding nothing expected contradicts the schema
     odd = mk("x-stdio-1B-baseline", kind="baseline", verdict="torn",
              passed=True)
-    assert report.status(odd) == "failed"
+    assert summary.status(odd) == "failed"
     herr = mk("x-stdio-1B-a", verdict="harness-error", passed=True)
-    assert report.status(herr) == "harness-error"
+    assert summary.status(herr) == "harness-error"
 
 
 def test_plugin_meta_shape():
@@ -222,24 +223,24 @@ def test_plugin_meta_shape():
             "cap": 64, "timing": {"started": 1714557600.25, "duration": 3.5},
             "not_caught": ["blind: expected torn"]}
     cases = [mk("replace-stdio-1B-baseline", kind="baseline")]
-    s = report.summarize(cases, meta)
+    s = summary.summarize(cases, meta)
     assert s["timing"] == {"started": 1714557600.25, "duration": 3.5,
                            "case_seconds": 0.01}
     assert s["run"] == {"models": ["posix"], "cap": 64,
                         "specs": ["workloads/specs/replace.toml"]}
     assert s["not_caught"] == ["blind: expected torn"]
     assert s["passed"] is False
-    md = report.markdown_text(cases, meta)
+    md = markdown.markdown_text(cases, meta)
     assert "started 2024-05-01T10:00:00+00:00" in md
     assert "- ✗ **NOT CAUGHT**: blind: expected torn" in md
-    root = ET.fromstring(report.junit_bytes(cases, meta))
+    root = ET.fromstring(junit.junit_bytes(cases, meta))
     suite = root.find("testsuite")
     assert suite.get("timestamp") == "2024-05-01T10:00:00+00:00"
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
     with pytest.raises(ReportError, match="'not_caught' must be a list"):
-        report.summarize(cases, dict(meta, not_caught="x"))
+        summary.summarize(cases, dict(meta, not_caught="x"))
     with pytest.raises(ReportError, match="'timing' must be an object"):
-        report.summarize(cases, dict(meta, timing=3))
+        summary.summarize(cases, dict(meta, timing=3))
 
 
 def test_shard_defers_variant_judgement():
@@ -250,21 +251,21 @@ def test_shard_defers_variant_judgement():
     noretry = [c for c in cases if c["workload"] != "noretry"]
     shard = [c for c in noretry
              if c["id"] != "nofsync-stdio-4096B-powerloss@exit[posix]"]
-    s = report.summarize(shard, {"not_caught": []})
+    s = summary.summarize(shard, {"not_caught": []})
     assert s["variants_judged"] is False and s["not_caught"] == []
     assert [v["met"] for v in s["variants"]] == [False]
     text, st = cell_texts(shard)          # judged by default
     assert st[("nofsync", "stdio", "powerloss")] == "failed"
-    kinds, rows = report.matrix(shard, judged=False)
+    kinds, rows = summary.matrix(shard, judged=False)
     cell = next(r for r in rows if r[0] == "nofsync")[3]["powerloss"]
     assert (cell.status, cell.text) == ("ok", "✓ 1")
-    md = report.markdown_text(shard, {"not_caught": []})
+    md = markdown.markdown_text(shard, {"not_caught": []})
     assert "NOT CAUGHT" not in md
     assert "judged when the shards are merged" in md
-    html = report.html_text(shard, {"not_caught": []})
+    html = htmlpage.html_text(shard, {"not_caught": []})
     assert "NOT CAUGHT" not in html and "not caught</span>" not in html
     # the whole run, without the plugin's word: computed from the cases
-    assert report.summarize(noretry, {})["not_caught"] == []
+    assert summary.summarize(noretry, {})["not_caught"] == []
 
 
 # ---------------------------------------------------------------------------
@@ -324,8 +325,8 @@ def test_matrix_rows_without_strategy_and_unknown_kind():
                 kind="baseline"),
              mk("overwrite-1B-odd", workload="overwrite", strategy=None,
                 kind="zzz")]
-    kinds, rows = report.matrix(cases)
-    assert kinds == list(report.KINDS) + ["zzz"]
+    kinds, rows = summary.matrix(cases)
+    assert kinds == list(summary.KINDS) + ["zzz"]
     assert [(w, s) for w, s, _, _ in rows] == [("overwrite", None)]
 
 
@@ -353,7 +354,7 @@ def test_markdown(tmp_path):
     assert table[0] == ("| workload | strategy | baseline | eintr | short | "
                         "enospc | eio | crash | powerloss |")
     matrix_rows = [ln for ln in table
-                   if unescaped_pipes(ln) == len(report.KINDS) + 3]
+                   if unescaped_pipes(ln) == len(summary.KINDS) + 3]
     assert len(matrix_rows) == 2 + 6
     row = next(ln for ln in table if ln.startswith("| replace | stdio |"))
     assert row == ("| replace | stdio | ✓ 1 | ✓ 1 | ✗ 1/1 "
@@ -367,8 +368,8 @@ def test_markdown(tmp_path):
     for case in failing(cases):
         line = next(ln for ln in md.splitlines()
                     if ln.startswith("- ") and f"`{case['id']}`" in ln)
-        assert f"**{report.md_text(case['verdict'])}**" in line
-        assert report.md_code(case["reproduce"]) in line
+        assert f"**{markdown.md_text(case['verdict'])}**" in line
+        assert markdown.md_code(case["reproduce"]) in line
     # hostile text is escaped outside code spans
     torn = next(ln for ln in md.splitlines() if "**torn**" in ln)
     assert "\\<script\\>" in torn and "\\&" in torn and "\\|" in torn
@@ -387,15 +388,15 @@ def test_markdown(tmp_path):
 def test_markdown_hostile_table_cells(tmp_path):
     cases = [mk("a|b-x-1B-eio", workload="a|b", strategy="s|t\nu",
                 verdict="torn", finding="f")]
-    md = report.markdown_text(cases, {})
+    md = markdown.markdown_text(cases, {})
     row = next(ln for ln in md.splitlines() if ln.startswith("| a"))
-    assert unescaped_pipes(row) == len(report.KINDS) + 3
+    assert unescaped_pipes(row) == len(summary.KINDS) + 3
     assert row.startswith("| a\\|b | s\\|t u |")
     # GFM splits table cells on '|' even inside code spans
     variant = [mk("v|w-stdio-1B-powerloss", workload="v|w",
                   kind="powerloss", verdict="not-durable",
                   expected=[NOT_DURABLE])]
-    md = report.markdown_text(variant, {})
+    md = markdown.markdown_text(variant, {})
     row = next(ln for ln in md.splitlines() if "caught by 1 case" in ln)
     assert unescaped_pipes(row) == 4
     assert "`v\\|w-stdio-1B-powerloss`" in row
@@ -404,28 +405,28 @@ def test_markdown_hostile_table_cells(tmp_path):
 def test_markdown_findings_capped():
     # one defect: its first cases in full, the others by id
     cases = [mk(f"w-stdio-{i:03}B-eio", verdict="torn", finding="f")
-             for i in range(report.MD_DEFECT_IDS + report.MD_DEFECT_CASES + 7)]
-    md = report.markdown_text(cases, {})
+             for i in range(summary.MD_DEFECT_IDS + summary.MD_DEFECT_CASES + 7)]
+    md = markdown.markdown_text(cases, {})
     lines = md.splitlines()
     assert "### 1. torn: f — 117 cases" in lines
     full = [ln for ln in lines if ln.startswith("- ✗ `w-stdio-")]
-    assert len(full) == report.MD_DEFECT_CASES
+    assert len(full) == summary.MD_DEFECT_CASES
     more = next(ln for ln in lines if ln.startswith("- and 107 more: "))
     assert more.endswith("and 7 more — see results.json")
     assert "`w-stdio-109B-eio`" in more and "`w-stdio-110B-eio`" not in md
     # many defects: at most MD_FINDINGS_CAP finding lines in all
     cases = [mk(f"w-stdio-{i:03}B-eio", verdict="torn", finding=f"f{i}")
-             for i in range(report.MD_FINDINGS_CAP + 7)]
-    md = report.markdown_text(cases, {})
-    assert md.count("\n- ✗ `") == report.MD_FINDINGS_CAP
-    assert md.count("\n### ") == report.MD_FINDINGS_CAP + 7
+             for i in range(summary.MD_FINDINGS_CAP + 7)]
+    md = markdown.markdown_text(cases, {})
+    assert md.count("\n- ✗ `") == summary.MD_FINDINGS_CAP
+    assert md.count("\n### ") == summary.MD_FINDINGS_CAP + 7
     assert "- and 1 more: `w-stdio-056B-eio`" in md
 
 
 def test_md_code_holds_backticks():
-    assert report.md_code("a`b") == "``a`b``"
-    assert report.md_code("`x`") == "`` `x` ``"
-    assert report.md_code("l1\nl2") == "`l1 l2`"
+    assert markdown.md_code("a`b") == "``a`b``"
+    assert markdown.md_code("`x`") == "`` `x` ``"
+    assert markdown.md_code("l1\nl2") == "`l1 l2`"
 
 
 # ---------------------------------------------------------------------------
@@ -458,8 +459,8 @@ def test_html(tmp_path):
     assert '<span class="tag uncaught">not caught</span>' in text
     # each failing case: a details block with its reproduce command
     for case in failing(cases):
-        assert report.esc(case["reproduce"]) in text
-        assert f'id="{report._anchor(case["id"])}"' in text
+        assert htmlpage.esc(case["reproduce"]) in text
+        assert f'id="{htmlpage._anchor(case["id"])}"' in text
     assert "<dt>seed</dt><dd>7</dd>" in text
     assert "<dt>models</dt><dd>posix, ext4-ordered</dd>" in text
     assert "<code>scripts/crashcheck run --seed=7 replace</code>" in text
@@ -471,7 +472,7 @@ def test_html(tmp_path):
 
 def test_html_cell_opens_to_its_cases():
     cases = every_case()
-    html = report.html_text(cases, META)
+    html = htmlpage.html_text(cases, META)
     cell = re.search(r'<td class="cell s-failed"><details><summary>'
                      r"✗ 2/2 lost-update 1, not-durable 1</summary>(.*?)"
                      r"</details></td>", html, re.S)
@@ -485,7 +486,7 @@ def test_html_cell_opens_to_its_cases():
 
 def test_html_anchor_is_injective():
     ids = ["a#1=EIO", "a_231=EIO", "a#1_3dEIO", "a[posix]", "a é"]
-    anchors = {report._anchor(i) for i in ids}
+    anchors = {htmlpage._anchor(i) for i in ids}
     assert len(anchors) == len(ids)
     assert all(re.fullmatch(r"case-[A-Za-z0-9._-]+", a) for a in anchors)
 
@@ -504,36 +505,36 @@ LESSON = {"rule": "fsync the directory after a rename <dir> & |",
 
 def test_lessons_rendered():
     cases = every_case()
-    md = report.markdown_text(cases, META, lessons=[LESSON])
+    md = markdown.markdown_text(cases, META, lessons=[LESSON])
     assert "## Lessons" in md
     assert "### 1. fsync the directory after a rename \\<dir\\> \\& \\|" in md
     assert "`scripts/crashcheck audit nodirsync`" in md
     # the diff sits in a fence longer than the backticks it holds
     assert "````diff\n--- a/replace.c" in md and "\n```\n````\n" in md
-    html = report.html_text(cases, META, lessons=[LESSON])
+    html = htmlpage.html_text(cases, META, lessons=[LESSON])
     assert '<span class="add">+fsync(dirfd); /* &lt;why&gt; */</span>' in html
     assert '<span class="del">-return 0;</span>' in html
     assert '<span class="hunk">@@ -1,2 +1,3 @@</span>' in html
     assert '<span class="file">+++ b/replace.c</span>' in html
     assert "<code>nodirsync-stdio-1B-powerloss</code>" in html
     assert_self_contained(html)
-    assert "Lessons" not in report.markdown_text(cases, META)
+    assert "Lessons" not in markdown.markdown_text(cases, META)
 
 
 def test_expect_text():
-    assert report.expect_text({"verdict": "torn"}) == "torn"
-    assert report.expect_text({"verdict": "torn", "size": 4097,
+    assert summary.expect_text({"verdict": "torn"}) == "torn"
+    assert summary.expect_text({"verdict": "torn", "size": 4097,
                                "model": "posix", "call": "rename#1"}) == \
         "torn (model posix, call rename#1, size 4097)"
 
 
 def test_bad_lessons_refused():
     with pytest.raises(ReportError, match=r"lesson 0: 'diff' missing"):
-        report.markdown_text([], {}, lessons=[{k: "x" for k in
-                                               report.LESSON_KEYS
+        markdown.markdown_text([], {}, lessons=[{k: "x" for k in
+                                               summary.LESSON_KEYS
                                                if k != "diff"}])
     with pytest.raises(ReportError, match="expected a list"):
-        report.html_text([], {}, lessons={"rule": "x"})
+        htmlpage.html_text([], {}, lessons={"rule": "x"})
 
 
 # ---------------------------------------------------------------------------
@@ -557,7 +558,7 @@ def test_junit(tmp_path):
     by = {tc.get("name"): tc for tc in testcases}
     for case in cases:
         tc = by[case["id"]]
-        st = report.status(case)
+        st = summary.status(case)
         if st in ("failed", "harness-error"):
             el = tc.find("failure" if st == "failed" else "error")
             assert el is not None, case["id"]
@@ -586,7 +587,7 @@ def test_junit_classnames_name_the_workload_and_strategy(tmp_path):
     cases = [mk("replace-stdio-4096B-baseline", kind="baseline"),
              mk("mytool-baseline", workload="mytool", strategy=None,
                 kind="baseline", size=None)]
-    root = ET.fromstring(report.junit_bytes(cases, META))
+    root = ET.fromstring(junit.junit_bytes(cases, META))
     classes = {tc.get("name"): tc.get("classname") for tc in root.iter("testcase")}
     assert classes["replace-stdio-4096B-baseline"] == "crashcheck.replace.stdio"
     assert classes["mytool-baseline"] == "crashcheck.mytool"
@@ -594,7 +595,7 @@ def test_junit_classnames_name_the_workload_and_strategy(tmp_path):
 
 def test_junit_counts_match_a_clean_run(tmp_path):
     cases = [mk(f"w-stdio-{i}B-eio") for i in range(5)]
-    root = ET.fromstring(report.junit_bytes(cases, {}))
+    root = ET.fromstring(junit.junit_bytes(cases, {}))
     suite = root.find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"),
             suite.get("skipped")) == ("5", "0", "0", "0")
@@ -611,7 +612,7 @@ def test_junit_says_a_pass_is_not_clean():
               {"workload": "w", "path": "junk", "what": "name",
                "at": "exit", "seq": 12}]
     for strict in (False, True):
-        root = ET.fromstring(report.junit_bytes(
+        root = ET.fromstring(junit.junit_bytes(
             cases, {"unseen": unseen, "strict": strict}))
         suite = root.find("testsuite")
         assert root.get("name") == suite.get("name") == \
@@ -629,7 +630,7 @@ def test_junit_says_a_pass_is_not_clean():
         assert "w: 'target.tmp': content changed by a call crashcheck " \
             "cannot see (first seen at fsync#1)" in el.text
         assert "w: 'junk': name appeared" in el.text
-    clean = ET.fromstring(report.junit_bytes(cases, {"unseen": []}))
+    clean = ET.fromstring(junit.junit_bytes(cases, {"unseen": []}))
     assert clean.get("name") == "crashcheck"
     assert "clean" not in {p.get("name") for p in clean.iter("property")}
 
@@ -676,16 +677,16 @@ def test_write_json_deterministic(tmp_path):
 def test_bad_cases_refused():
     good = mk("a-stdio-1B-eio")
     with pytest.raises(ReportError, match=r"case 0: missing 'verdict'"):
-        report.summarize([{k: v for k, v in good.items()
+        summary.summarize([{k: v for k, v in good.items()
                            if k != "verdict"}], {})
     with pytest.raises(ReportError, match="unknown verdict 'fine'"):
-        report.summarize([dict(good, verdict="fine")], {})
+        summary.summarize([dict(good, verdict="fine")], {})
     with pytest.raises(ReportError, match="duplicate case id 'a-stdio-1B-eio'"):
         report.json_text([good, good], {})
     with pytest.raises(ReportError, match="'passed' must be a bool"):
-        report.summarize([dict(good, passed="yes")], {})
+        summary.summarize([dict(good, passed="yes")], {})
     with pytest.raises(ReportError, match="expected a list of cases"):
-        report.summarize({"cases": []}, {})
+        summary.summarize({"cases": []}, {})
     assert issubclass(ReportError, UsageError)
 
 
@@ -708,8 +709,8 @@ def test_merge_equals_unsharded(tmp_path):
     two = write_shard(tmp_path / "two",
                       cases[1::2] + [dict(cases[0], duration=3.0)],
                       dict(META, duration=7.0))
-    merged, meta = report.merge([one, two / "results.json"])
-    unsharded, _ = report.load(whole / "results.json")
+    merged, meta = summary.merge([one, two / "results.json"])
+    unsharded, _ = summary.load(whole / "results.json")
     assert merged == unsharded
     assert meta["seed"] == 7
     assert meta["timing"] == {"started": "2024-05-01T10:00:00Z",
@@ -730,7 +731,7 @@ def test_merge_conflicting_duplicate(tmp_path):
     two = write_shard(tmp_path / "two", [dict(case, verdict="ok",
                                               passed=True)], META)
     with pytest.raises(ReportError) as e:
-        report.merge([one, two])
+        summary.merge([one, two])
     msg = str(e.value)
     assert str(two / "results.json") in msg and str(one / "results.json") in msg
     assert "'replace-stdio-4096B-fsync#1=EIO' differs" in msg
@@ -744,26 +745,26 @@ def test_merge_errors_name_the_file(tmp_path):
     (bad / "results.json").write_text('{"summary": {}, "cases": [')
     with pytest.raises(ReportError, match=r"parse '.*bad/results.json': "
                                           r"invalid JSON at line 1"):
-        report.merge([good, bad])
+        summary.merge([good, bad])
     with pytest.raises(ReportError, match=r"read '.*nowhere': No such file"):
-        report.merge([good, tmp_path / "nowhere"])
+        summary.merge([good, tmp_path / "nowhere"])
     (bad / "results.json").write_text('[1, 2]')
     with pytest.raises(ReportError, match="not a crashcheck results.json"):
-        report.merge([bad])
+        summary.merge([bad])
     (bad / "results.json").write_text(
         '{"summary": {}, "cases": [{"id": "x"}]}')
     with pytest.raises(ReportError, match=r"bad/results.json': case 0: "
                                           "missing 'workload'"):
-        report.merge([bad])
+        summary.merge([bad])
     (bad / "results.json").write_bytes(b'\xff\xfe')
     with pytest.raises(ReportError, match="not UTF-8"):
-        report.merge([bad])
+        summary.merge([bad])
     other = write_shard(tmp_path / "other", [mk("b-stdio-1B-eio")],
                         dict(META, seed=8))
     with pytest.raises(ReportError, match="seed 8 differs from seed 7"):
-        report.merge([good, other])
+        summary.merge([good, other])
     with pytest.raises(ReportError, match="no results directories"):
-        report.merge([])
+        summary.merge([])
 
 
 # ---------------------------------------------------------------------------
@@ -895,11 +896,11 @@ def synthetic_run(seed=3):
 def test_synthetic_run_renders():
     cases = synthetic_run()
     assert 150 <= len(cases) <= 400
-    html = report.html_text(cases, META, lessons=[LESSON])
+    html = htmlpage.html_text(cases, META, lessons=[LESSON])
     assert_self_contained(html)
-    md = report.markdown_text(cases, META)
+    md = markdown.markdown_text(cases, META)
     assert len(md.encode()) < 1024 * 1024   # GitHub's step summary limit
-    s = report.summarize(cases, META)
+    s = summary.summarize(cases, META)
     assert s["caught"] > 0 and s["skipped"] > 0
 
 
@@ -945,7 +946,7 @@ def grouped_cases():
 
 
 def test_defects_group_rank_and_count():
-    s = report.summarize(grouped_cases(), {})
+    s = summary.summarize(grouped_cases(), {})
     d = s["defects"]
     # failing first; then data lost before an ignored error; caught last
     assert [x["key"] for x in d] == ["k-dir", "k-write", "k-close", "k-v"]
@@ -963,14 +964,14 @@ def test_defects_group_rank_and_count():
 def test_a_case_without_a_cause_is_its_own_defect_up_to_its_finding():
     cases = [mk(f"w-stdio-{i}B-eio", verdict="torn", finding="same") for i in (1, 2)]
     cases.append(mk("w-stdio-3B-eio", verdict="torn", finding="other"))
-    d = report.defects(cases)
+    d = summary.defects(cases)
     assert sorted(x["cases"] for x in d) == [1, 2]
 
 
 def test_defects_on_the_console_and_in_every_report(tmp_path):
     cases = grouped_cases()
     s = report.write_all(tmp_path, cases, {}, junit=tmp_path / "junit.xml")
-    lines = report.console_lines(cases, s, per_defect=2)
+    lines = console.console_lines(cases, s, per_defect=2)
     assert lines[0] == ("DEFECT 1 of 3: not-durable: fsync the directory after the "
                         "rename (rename on 'target'): seen in 1 case")
     i = lines.index("DEFECT 2 of 3: unreported-error: check what write returns (write "
@@ -1052,9 +1053,9 @@ def test_report_md_keeps_a_multi_line_reproduce_command_pasteable(tmp_path):
 
 
 def test_md_command_is_inline_for_one_line_and_a_block_otherwise():
-    assert report.md_command("a b") == ("`a b`", [])
-    inline, block = report.md_command("a 'x\ny'")
+    assert markdown.md_command("a b") == ("`a b`", [])
+    inline, block = markdown.md_command("a 'x\ny'")
     assert inline == "(below)" and block[1:4] == ["```sh", "a 'x\ny'", "```"]
     # a command holding a fence gets a longer one
-    inline, block = report.md_command("echo '```\n'")
+    inline, block = markdown.md_command("echo '```\n'")
     assert block[1] == "````sh" and block[3] == "````"

@@ -2,9 +2,10 @@
 
 A CI fleet runs `crashcheck run|audit --shard K/N` in N jobs; each writes
 its own results directory. merge reads their results.json files
-(report.merge: a case met twice must carry the same result), checks that
-they are the N shards of one run, and writes results.json, report.md,
-report.html and junit.xml as one unsharded run would have.
+(reports/summary.py, merge: a case met twice must carry the same
+result), checks that they are the N shards of one run, and writes
+results.json, report.md, report.html and junit.xml as one unsharded run
+would have.
 
 The shard check uses what the plugin records in each shard's metadata:
 `shard` ("K/N") and `enumerated` (the number of cases the run enumerated
@@ -17,7 +18,8 @@ import sys
 from pathlib import Path
 
 from .. import UsageError, results_root
-from ..reports import regress, report, sarif
+from ..reports import console, regress, report, sarif, words
+from ..reports.summary import load as load_results, merge as merge_results
 from ..engine import outdir
 
 
@@ -66,7 +68,7 @@ def check_shards(paths):
     runs, a shard missing or given twice, enumerations that differ."""
     shards = []
     for path in paths:
-        cases, meta = report.load(path)
+        cases, meta = load_results(path)
         check_whole(path, cases, meta)
         shards.append((path, meta.get("shard"), meta.get("enumerated")))
     sharded = [s for s in shards if s[1]]
@@ -128,7 +130,7 @@ def cmd_merge(args):
             raise UsageError(f"--out: '{out}' is one of the inputs")
     policy = regress.policy_from(args.baseline, args.ignore)
     enumerated = check_shards(paths)
-    cases, meta = report.merge(paths)
+    cases, meta = merge_results(paths)
     meta.pop("shard", None)
     if enumerated is not None:
         if len(cases) != enumerated["cases"]:
@@ -147,14 +149,14 @@ def cmd_merge(args):
     out = outdir.claim(out)
     summary = report.write_all(out, cases, meta, junit=out / "junit.xml")
     sarif.write(out / "results.sarif", cases, summary)
-    for line in report.caught_lines(cases, summary) + \
-            report.console_lines(cases, summary):
+    for line in console.caught_lines(cases, summary) + \
+            console.console_lines(cases, summary):
         print(line)
     for line in summary["not_caught"]:
         print(f"NOT CAUGHT {line}")
     for line in regress.console_lines(summary.get("run") or {}):
         print(line)
-    print("crashcheck: " + " ".join(report.summary_sentences(summary)))
+    print("crashcheck: " + " ".join(words.summary_sentences(summary)))
     print("crashcheck: reports: " + ", ".join(
         str(out / f) for f in ("report.md", "report.html", "results.json",
                                "junit.xml", "results.sarif")))

@@ -27,7 +27,7 @@ import pytest
 from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
-from ..reports import console, lessons, regress, report, sarif
+from ..reports import console, lessons, regress, report, sarif, words
 from . import contain, pool, realfs, runner, spec as specmod, sweep
 
 CASES_FILE = sweep.CASES_FILE
@@ -602,7 +602,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 def _say_interrupted(config, state):
     tw = config.pluginmanager.get_plugin("terminalreporter")
-    line = report.summary_sentences(state.summary)[0]
+    line = words.summary_sentences(state.summary)[0]
     out = state.settings.out
     for text in (f"crashcheck: {line}",
                  f"crashcheck: reports: {out / 'report.md'}, "
@@ -759,9 +759,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     # by root cause), its cases under it, each with the first sentence
     # of its explanation
     if not rerun:
-        for line in report.caught_lines(state.results, state.summary):
+        for line in console.caught_lines(state.results, state.summary):
             tw.line(line)
-    for line in report.console_lines(state.results, state.summary):
+    for line in console.console_lines(state.results, state.summary):
         tw.line(line)
     if rerun:
         # a rerun of a caught variant's case passes, but the user asked to
@@ -788,7 +788,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                       complete=not selected):
         tw.line(line)
     defects = s.get("defects") or []
-    plural = report.plural
+    plural = words.plural
     counts = (f"crashcheck: {plural(len(state.results), 'case')}, "
               f"{plural(s.get('findings', 0), 'finding')} "
               f"({plural(len(defects), 'defect')}), {len(failed)} failed")

@@ -29,7 +29,7 @@ from urllib.parse import quote
 from .. import VERSION
 from ..judging import properties
 from . import regress
-from .report import _write_atomic as write_atomic
+from .report import write_atomic
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -189,7 +189,7 @@ def sarif(cases, summary):
 def _unseen_note(change, summary):
     """A warning of the invocation for a change no call crashcheck saw
     made (summary.unseen): the run is not a clean pass."""
-    from .report import coverage_lines
+    from .summary import coverage_lines
     line, = coverage_lines({"unseen": [change]})
     strict = bool((summary.get("run") or {}).get("strict"))
     return {"level": "error" if strict else "warning",
