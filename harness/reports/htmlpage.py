@@ -471,15 +471,29 @@ def html_text(cases, meta, lessons=None):
 def html_of(cases, summary, lessons):
     """html_text() of checked CASES, sorted, their SUMMARY and checked
     LESSONS."""
-    kinds, rows = matrix(cases, summary["variants"],
-                         summary["variants_judged"])
     s = summary
-    ok = s["passed"] and not s.get("unseen")
     blocks = _html_blocks(cases, s)
-    word = outcome_word(s)
-    uncaught_wls = {v["workload"] for v in s["variants"]
-                    if not v["met"] and s["variants_judged"]}
+    h = _html_header(s)
+    h += _html_coverage(s)
+    h += _html_matrix(cases, s)
+    h += _html_variants(s, blocks)
+    h.append('<section id="findings"><h2>Findings</h2>')
+    h += _html_findings(cases, s, blocks)
+    h.append("</section>")
+    h += _html_recovered(cases)
+    h += _html_skipped(cases)
+    h += _html_lessons(lessons)
+    h.append("</main><footer>Every case, with all its fields, is in "
+             "results.json next to this file.</footer>")
+    h.append(f"<script>{_JS}</script></body></html>\n")
+    return "\n".join(x for x in h if x)
 
+
+def _html_header(s):
+    """The page's head and header: the outcome's badge, the first
+    sentences, the counts and the facts of the run."""
+    ok = s["passed"] and not s.get("unseen")
+    word = outcome_word(s)
     h = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
          '<meta name="viewport" content="width=device-width, initial-scale=1">',
          f'<title>crashcheck report: {word}</title>',
@@ -521,7 +535,12 @@ def html_of(cases, summary, lessons):
             h.append(f"<dt>{esc(label)}</dt><dd>{value}</dd>")
         h.append("</dl>")
     h.append("</header><main>")
+    return h
 
+
+def _html_coverage(s):
+    """The Coverage section: changes made by calls crashcheck cannot see."""
+    h = []
     lines = coverage_lines(s)
     h.append('<section id="coverage"><h2>Coverage</h2>')
     if lines:
@@ -531,8 +550,16 @@ def html_of(cases, summary, lessons):
     else:
         h.append(f'<p class="help">{esc(COVERAGE_OK)}</p>')
     h.append("</section>")
+    return h
 
-    # The matrix.
+
+def _html_matrix(cases, s):
+    """The Matrix section: one row per workload and strategy, one
+    column per fault class."""
+    kinds, rows = matrix(cases, s["variants"], s["variants_judged"])
+    uncaught_wls = {v["workload"] for v in s["variants"]
+                    if not v["met"] and s["variants_judged"]}
+    h = []
     h.append('<section id="matrix"><h2>Matrix</h2>')
     h.append('<p class="help">One row per workload and strategy, one column '
              "per fault class. A cell counts its cases: <b>✓ 42</b> means 42 "
@@ -583,7 +610,13 @@ def html_of(cases, summary, lessons):
     else:
         h.append("<p>No cases.</p>")
     h.append("</section>")
+    return h
 
+
+def _html_variants(s, blocks):
+    """The Buggy variants section: each variant's expectation and
+    whether a case met it (linked to its block where one is listed)."""
+    h = []
     if s["variants"] or s["not_caught"]:
         h.append('<section id="variants"><h2>Buggy variants</h2>'
                  '<p class="help">Each buggy variant breaks one rule on '
@@ -616,11 +649,13 @@ def html_of(cases, summary, lessons):
                 f'<li><span class="tag uncaught">NOT CAUGHT</span> '
                 f"{esc(line)}</li>" for line in s["not_caught"]) + "</ul>")
         h.append("</section>")
+    return h
 
-    h.append('<section id="findings"><h2>Findings</h2>')
-    h += _html_findings(cases, s, blocks)
-    h.append("</section>")
 
+def _html_recovered(cases):
+    """The Recovered section: faults on the data path the program
+    came through."""
+    h = []
     notes = recovered(cases)
     if notes:
         h.append('<section id="recovered"><h2>Recovered</h2><p class="help">'
@@ -631,7 +666,12 @@ def html_of(cases, summary, lessons):
             h.append(f'<li class="more">and {len(notes) - HTML_FINDINGS_CAP} more'
                      " — see results.json</li>")
         h.append("</ul></section>")
+    return h
 
+
+def _html_skipped(cases):
+    """The Skipped section: the cases that cannot run here, by reason."""
+    h = []
     skipped = [c for c in cases if c["verdict"] == "skipped"]
     if skipped:
         by_reason = defaultdict(list)
@@ -648,7 +688,13 @@ def html_of(cases, summary, lessons):
             h.append(f"<tr><td>{esc(reason)}</td><td>{len(ids)}: {shown}"
                      "</td></tr>")
         h.append("</tbody></table></section>")
+    return h
 
+
+def _html_lessons(lessons):
+    """The Lessons section of the teaching corpus: rule, catching
+    case, the fix as a diff."""
+    h = []
     if lessons:
         h.append('<section id="lessons"><h2>Lessons</h2>'
                  '<p class="help">Each rule below is broken on purpose by a '
@@ -668,8 +714,4 @@ def html_of(cases, summary, lessons):
                      "<h4>The fix</h4>" + _diff_html(lesson["diff"])
                      + "</article>")
         h.append("</section>")
-
-    h.append("</main><footer>Every case, with all its fields, is in "
-             "results.json next to this file.</footer>")
-    h.append(f"<script>{_JS}</script></body></html>\n")
-    return "\n".join(x for x in h if x)
+    return h
