@@ -345,18 +345,19 @@ class _Data:
             _, dirty, sc, cut = f
             for trunc in ((False, True) if cut is not None else (False,)):
                 b = s.cut[ino] if trunc else base
-                for moved in ((False, True) if sc else (False,)):
-                    yield b, len(vis) if moved else len(b), set(dirty), (), \
-                        None
+                for size in s.sizes(ino, trunc) if sc else (len(b),):
+                    yield b, size, set(dirty), (), None
             return
         _, ow, first, n_ext = f
         # appended data cannot outlive a truncation that did not commit
+        # (but in blocks the truncation freed, where the model reuses
+        # them at once: space.Space.reused)
         blocked = s.journal and s.cuts[c][0] <= s.trunc_last.get(ino, -1)
         for k in ([0] if blocked else range(n_ext + 1)):
             size = max(len(base), min(len(vis), (first + k) * BLOCK)) \
                 if k else len(base)
             if s.data == policy.ZERO_FILL:
-                free = set(ow) if blocked else \
+                free = set(ow) | s.reused(ino, len(base)) if blocked else \
                     set(ow) | set(range(first, first + n_ext))
                 yield base, size, free, (), None
             else:
@@ -373,18 +374,23 @@ class _Data:
             lo, hi = b * BLOCK, min((b + 1) * BLOCK, size)
             old = _span(base, lo, hi)
             new = _new(base, vis, b, lo, hi)
+            # the block holding the visible end: written back as its
+            # page, which reads zeros past that end (the new size may
+            # not have reached the disk with it)
+            tail = _new(b"", vis, b, lo, hi) if lo < len(vis) < hi else new
             have = got[lo:hi]
             if b in fixed and not (torn and b == last):
-                if have != new:
+                if have not in (new, tail):
                     return (f"block {b} (bytes {lo}-{hi - 1}) must hold the "
                             f"data written before the size reached it, and "
                             f"does not")
                 continue
             if b in fixed or b in free:
-                if have in (old, new) or torn and all(
+                if have in (old, new, tail) or torn and any(all(
                         have[u:u + self.unit] in (old[u:u + self.unit],
-                                                  new[u:u + self.unit])
-                        for u in range(0, hi - lo, self.unit)):
+                                                  n[u:u + self.unit])
+                        for u in range(0, hi - lo, self.unit))
+                        for n in (new, tail)):
                     continue
                 return (f"block {b} (bytes {lo}-{hi - 1}) is neither its "
                         f"durable nor its new content"
@@ -405,14 +411,18 @@ class _Data:
         s = self.s
         per = BLOCK // self.unit
         block = 2 ** per if per > 1 else 2      # each unit old or new
+        # the block of the visible end: new with or without its tail
+        tail = 2 if len(s.vis[f[0]]) % BLOCK else 1
         if s.data == policy.INDEPENDENT:
             _, dirty, sc, cut = f
-            return block ** len(dirty) * (2 if sc else 1) * (
-                2 if cut is not None else 1)
+            truncs = (False, True) if cut is not None else (False,)
+            return block ** len(dirty) * tail * sum(
+                len(s.sizes(f[0], t)) if sc else 1 for t in truncs)
         _, ow, first, n_ext = f
         if s.data == policy.ZERO_FILL:
-            return block ** (len(ow) + n_ext) * (n_ext + 1)
-        return block ** len(ow) * (1 + n_ext * (block if per > 1 else 1))
+            return block ** (len(ow) + n_ext) * (n_ext + 1) * tail
+        return block ** len(ow) * (1 + n_ext * (block if per > 1 else 1)) \
+            * tail
 
 
 def _span(data, lo, hi):
