@@ -313,6 +313,28 @@ def test_a_partial_last_block_reads_zeros_past_the_data():
     check(t, {"target": bytes(BLOCK) + tail[BLOCK:]}, set())
 
 
+def test_a_cut_leaves_its_block_as_written_or_zeroed():
+    """overwrite's ftruncate again, its write made durable first
+    (O_SYNC, or O_DIRECT padded to 512 bytes): the cut zeroes the tail
+    of the block it ends in, and write-back can take that block before
+    the cut commits; an O_DIRECT write past the cut is on disk already.
+    Measured on ext4 (ordered and writeback) and XFS: the old size with
+    that block the new byte then zeros, or the new byte, the write's
+    zero padding and the old bytes after it."""
+    t = Trace({"target": OLD})
+    t.write("target", NEW[:BLOCK + 1] + bytes(511))
+    t.fsync("target")
+    t.ftruncate("target", BLOCK + 1)
+    durable = NEW[:BLOCK + 1] + bytes(511) + OLD[BLOCK + 512:]
+    zeroed = NEW[:BLOCK + 1] + bytes(BLOCK - 1)
+    check(t, {"target": durable}, ALL)
+    # a journal of data logs the zeroed block with the cut
+    check(t, {"target": zeroed}, ALL - {"ext4-journal"})
+    check(t, {"target": NEW[:BLOCK + 1]}, ALL)
+    # the block before the cut's is not touched by it
+    check(t, {"target": bytes(BLOCK) + durable[BLOCK:]}, set())
+
+
 def test_the_size_on_disk_can_stop_at_a_block_boundary():
     """fsops append: a synced log appended to, then an unrelated fsync.
     Write-back moved the size on disk to the end of the blocks it

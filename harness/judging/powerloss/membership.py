@@ -310,18 +310,20 @@ class _Data:
         else:
             base = s.dimg[ino]
         if f is None:
-            if got == base:
+            if got == base or len(got) == len(base) and _tails_ok(
+                    got, base, s.w.inodes[ino].tails):
                 return None
             return _mismatch(got, base, "its content on disk (nothing of it "
                                         "is pending)")
         vis = s.vis[ino]
+        tails = s.w.inodes[ino].tails
         why = []
         for base_, size, new_blocks, fixed, last in self._shapes(f, c, base):
             if len(got) != size:
                 why.append(size)
                 continue
             reason = self._blocks(got, base_, vis, size, new_blocks, fixed,
-                                  last)
+                                  last, tails)
             if reason is None:
                 return None
             why.append(reason)
@@ -364,7 +366,7 @@ class _Data:
                 yield base, size, set(ow), set(range(first, first + k)), \
                     (first + k - 1 if k else None)
 
-    def _blocks(self, got, base, vis, size, free, fixed, last):
+    def _blocks(self, got, base, vis, size, free, fixed, last, tails=None):
         """None when each block of GOT is its durable bytes, or its new
         ones where the model lets it be (FREE: either; FIXED: new, but
         LAST, which may be torn), sector by sector where blocks tear;
@@ -379,6 +381,9 @@ class _Data:
             # not have reached the disk with it)
             tail = _new(b"", vis, b, lo, hi) if lo < len(vis) < hi else new
             have = got[lo:hi]
+            if tails and b in tails and any(
+                    have == _span(t, 0, hi - lo) for t in tails[b]):
+                continue        # what a cut ending in it left there
             if b in fixed and not (torn and b == last):
                 if have not in (new, tail):
                     return (f"block {b} (bytes {lo}-{hi - 1}) must hold the "
@@ -423,6 +428,19 @@ class _Data:
             return block ** (len(ow) + n_ext) * (n_ext + 1) * tail
         return block ** len(ow) * (1 + n_ext * (block if per > 1 else 1)) \
             * tail
+
+
+def _tails_ok(got, base, tails):
+    """Whether GOT differs from BASE (as long) only in blocks a cut
+    ended inside (TAILS, Inode.tails), each holding one of their
+    other contents."""
+    for b in range(nblocks(len(got))):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, len(got))
+        have = got[lo:hi]
+        if have != base[lo:hi] and not any(
+                have == _span(t, 0, hi - lo) for t in tails.get(b, ())):
+            return False
+    return True
 
 
 def _span(data, lo, hi):
