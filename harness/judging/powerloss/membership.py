@@ -18,7 +18,12 @@ one constraint at a time:
   and the visible content, with the size the model lets move.
 
 The set decided is the model's whole set at the point: every state
-explore() builds is in it, whatever the cap and the seed.
+explore() builds is in it, whatever the cap and the seed. It also
+holds two kinds of block explore() does not build, each a page as the
+kernel writes it back (measured by make validate-models): the block the
+visible content ends inside, zeros past that end; and the block a
+shrinking cut ended inside, as written before the cut or zeroed past
+it, until the cut commits (replay.Inode.tails).
 """
 
 from __future__ import annotations
