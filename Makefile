@@ -46,7 +46,8 @@ all: deps
 # crashcheck(1), generated from the CLI's own parser and help topics
 # (harness/commands/manpage.py), so the page cannot drift from --help.
 MAN_SOURCES = VERSION faults/calls.def faults/calldef.py $(wildcard harness/commands/*.py) \
-	harness/reports/topics.py harness/calls.py harness/judging/oracle.py
+	harness/reports/topics.py harness/calls.py harness/judging/oracle.py \
+	$(wildcard harness/judging/models/*.py)
 man/crashcheck.1: $(MAN_SOURCES)
 	@mkdir -p man
 	$(QUIET_GEN)$(PYTHON) -P -c 'import sys; sys.path.insert(0, "."); \

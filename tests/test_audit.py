@@ -344,8 +344,9 @@ def test_sed_audit_matches_readme(tmp_path):
     """docs/guide.md "Real programs": GNU sed -i writes a temp file and
     renames it with no fsync. Under posix a power cut after the rename can
     leave the target empty (torn) and, after sed exits, old (not-durable);
-    under ext4-ordered the rename is ordered after the data
-    (auto_da_alloc), so only not-durable remains. Every fault case passes."""
+    under ext4-ordered the rename waits for the blocks' allocation
+    (auto_da_alloc), not their write (dioread_nolock): zeros, torn too.
+    Every fault case passes."""
     r = cc("audit", "--out", tmp_path / "out", "--old", SED_OLD,
            "--new", SED_NEW, "--", *SED)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -359,10 +360,11 @@ def test_sed_audit_matches_readme(tmp_path):
         ("sed-powerloss@exit-posix", "not-durable"),
         ("sed-powerloss@exit-ext4-ordered", "not-durable"),
         ("sed-powerloss@rename(sed??????)#1-posix", "torn"),
+        ("sed-powerloss@rename(sed??????)#1-ext4-ordered", "torn"),
     }, failed
-    assert (s["cases"], s["findings"]) == (32, 4)
+    assert (s["cases"], s["findings"]) == (32, 5)
     readme = (ROOT / "docs" / "guide.md").read_text()
-    assert "| `sed -i` | GNU sed 4.9 | atomic | 32 | 4 (2) |" in readme
+    assert "| `sed -i` | GNU sed 4.9 | atomic | 32 | 5 (2) |" in readme
     for c in doc["cases"]:
         if c["passed"]:
             continue

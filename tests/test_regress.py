@@ -356,9 +356,10 @@ def sed_audit(out, *extra, cwd):
 
 def test_baseline_and_ignore_file_end_to_end(tmp_path):
     """sed's findings under posix are the baseline; the run under both
-    models has one more (ext4-ordered after exit): new, and the run
-    fails; known ones pass. An ignore file in the current directory
-    accepts it with its reason, and the run passes."""
+    models has two more (ext4-ordered after exit, and after the rename):
+    new, and the run fails; known ones pass. An ignore file in the
+    current directory accepts them with their reasons, and the run
+    passes."""
     r = sed_audit(tmp_path / "base", "--model", "posix", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     base = tmp_path / "base" / "results.json"
@@ -367,12 +368,14 @@ def test_baseline_and_ignore_file_end_to_end(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     findings = [line.strip() for line in r.stdout.splitlines()
                 if line.lstrip().startswith("FINDING ")]
-    # one finding, whose line ends with where sed made the call
-    assert len(findings) == 1 and findings[0].startswith(
+    # two findings, whose lines end with where sed made the call
+    assert len(findings) == 2 and findings[0].startswith(
         "FINDING sed-powerloss@exit-ext4-ordered: not-durable: crash state "
-        "'after exit, state 1': expected the new content, found the old "
-        "content"), findings
-    assert f"crashcheck: baseline {base}: 1 new, 3 known (reported, not " \
+        "'after exit, state 3': expected the new content, found first "
+        "difference at byte 0") and findings[1].startswith(
+        "FINDING sed-powerloss@rename(sed??????)#1-ext4-ordered: torn: "), \
+        findings
+    assert f"crashcheck: baseline {base}: 2 new, 3 known (reported, not " \
         "failing), 0 fixed" in r.stdout
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     marks = {c["id"]: c.get("baseline") for c in doc["cases"]
@@ -380,8 +383,9 @@ def test_baseline_and_ignore_file_end_to_end(tmp_path):
     assert marks == {"sed-baseline": "known",
                      "sed-powerloss@exit-posix": "known",
                      "sed-powerloss@rename(sed??????)#1-posix": "known",
-                     "sed-powerloss@exit-ext4-ordered": "new"}
-    assert doc["summary"]["run"]["baseline"]["new"] == 1
+                     "sed-powerloss@exit-ext4-ordered": "new",
+                     "sed-powerloss@rename(sed??????)#1-ext4-ordered": "new"}
+    assert doc["summary"]["run"]["baseline"]["new"] == 2
     log = json.loads((tmp_path / "b" / "results.sarif").read_text())
     check_sarif(log)
     states = {r["properties"]["case"]: r["baselineState"]
@@ -394,14 +398,17 @@ def test_baseline_and_ignore_file_end_to_end(tmp_path):
     assert "Of the findings, 3 are known from the baseline" in md
     junit = (tmp_path / "b" / "junit.xml").read_text()
     assert junit.count("a known finding (in the baseline)") == 3
-    assert junit.count("<failure ") == 1
+    assert junit.count("<failure ") == 2
     html = (tmp_path / "b" / "report.html").read_text()
     assert html.count('class="case c-known"') >= 3
 
     write(tmp_path / ".crashcheck.toml",
           '# findings we accept\n[[ignore]]\ncase = "sed-powerloss@exit-*"\n'
           'verdict = "not-durable"\n'
-          'reason = "sed does not sync; the deploy script runs sync(1)"\n')
+          'reason = "sed does not sync; the deploy script runs sync(1)"\n'
+          '[[ignore]]\ncase = "sed-powerloss@rename(*)#1-ext4-ordered"\n'
+          'verdict = "torn"\nreason = "our ext4 is mounted '
+          'nodioread_nolock"\n')
     r = sed_audit(tmp_path / "c", "--baseline", base, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FINDING" not in r.stdout
@@ -411,12 +418,13 @@ def test_baseline_and_ignore_file_end_to_end(tmp_path):
     doc = json.loads((tmp_path / "c" / "results.json").read_text())
     ignored = sorted(c["id"] for c in doc["cases"] if c.get("ignored"))
     assert ignored == ["sed-powerloss@exit-ext4-ordered",
-                       "sed-powerloss@exit-posix"]
+                       "sed-powerloss@exit-posix",
+                       "sed-powerloss@rename(sed??????)#1-ext4-ordered"]
     log = json.loads((tmp_path / "c" / "results.sarif").read_text())
     check_sarif(log)
-    assert sum("suppressions" in r for r in log["runs"][0]["results"]) == 2
+    assert sum("suppressions" in r for r in log["runs"][0]["results"]) == 3
     md = (tmp_path / "c" / "report.md").read_text()
-    assert "**PASS**: 32 cases, 4 findings" in md, md[:300]
+    assert "**PASS**: 32 cases, 5 findings" in md, md[:300]
     assert "are accepted by the ignore file, each with its reason" in md
     assert md.count("(ignored: sed does not sync") == 2, md
 
@@ -457,7 +465,7 @@ def test_merge_applies_the_baseline_to_the_whole_run(tmp_path):
     r = cc("merge", "--out", tmp_path / "m", "--baseline", base,
            tmp_path / "s1", tmp_path / "s2", cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"crashcheck: baseline {base}: 1 new, 3 known" in r.stdout
+    assert f"crashcheck: baseline {base}: 2 new, 3 known" in r.stdout
     check_sarif(json.loads((tmp_path / "m" / "results.sarif").read_text()))
     shutil.rmtree(tmp_path / "m")
 

@@ -112,8 +112,14 @@ DEFECTS = {
     "no-dir-fsync": [{"verdict": "not-durable"}],
     # and, failing at the directory's fsync after the rename (EIO, ENOSPC),
     # it exits 1 leaving a state after exit that is torn (crash-model.md)
+    # ext4-ordered too: the blocks auto_da_alloc allocates at the rename
+    # stay unwritten (dioread_nolock) until their write completes: zeros
     "no-fsync": [{"verdict": "torn", "kind": "powerloss", "model": "posix"},
                  {"verdict": "not-durable", "model": "posix"},
+                 {"verdict": "torn", "kind": "powerloss",
+                  "model": "ext4-ordered"},
+                 {"verdict": "not-durable", "kind": "powerloss",
+                  "model": "ext4-ordered"},
                  {"verdict": "torn", "kind": "eio", "model": "posix"},
                  {"verdict": "torn", "kind": "enospc", "model": "posix"}],
     "eintr-fatal": [{"verdict": "gave-up-on-transient", "kind": "eintr"}],

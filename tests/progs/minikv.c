@@ -12,7 +12,8 @@
  *
  * Two defects on request, one rule each: --no-fsync leaves out the fsync
  * of db.tmp (the rename can reach the disk before the data: under posix
- * an empty db; ext4-ordered's auto_da_alloc hides it); --no-dir-fsync
+ * an empty db; under ext4-ordered zeros: auto_da_alloc allocates the
+ * blocks, unwritten until written, dioread_nolock); --no-dir-fsync
  * leaves out the fsync of the directory (the new map is not durable when
  * it exits 0).
  *

@@ -48,6 +48,10 @@ replace_alloc   the same patterns when they only allocate: the new size
 torn_sectors    whether a block written in place can reach the disk in
                 part, sector by sector, when the device's atomic unit
                 is smaller than a block.
+freed_reuse     whether a data block a truncation freed can be given
+                to new data before that truncation commits (ext4
+                data=writeback): the old size's blocks may then read
+                the data written after it.
 failed_sync     what a failed fsync leaves a read to see in the range it
                 covered, the data being lost to later syncs in every
                 model: PAGE (the new content, pages marked clean) or
@@ -90,6 +94,7 @@ class Model:
     replace_flush = frozenset()
     replace_alloc = frozenset()
     torn_sectors = True
+    freed_reuse = False
     failed_sync = PAGE
     sources = ()
 
@@ -126,6 +131,7 @@ class Model:
                              ("replace_flush", self.replace_flush),
                              ("replace_alloc", self.replace_alloc),
                              ("torn_sectors", self.torn_sectors),
+                             ("freed_reuse", self.freed_reuse),
                              ("failed_sync", self.failed_sync))}
 
     def __repr__(self):

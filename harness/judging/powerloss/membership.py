@@ -18,7 +18,12 @@ one constraint at a time:
   and the visible content, with the size the model lets move.
 
 The set decided is the model's whole set at the point: every state
-explore() builds is in it, whatever the cap and the seed.
+explore() builds is in it, whatever the cap and the seed. It also
+holds two kinds of block explore() does not build, each a page as the
+kernel writes it back (measured by make validate-models): the block the
+visible content ends inside, zeros past that end; and the block a
+shrinking cut ended inside, as written before the cut or zeroed past
+it, until the cut commits (replay.Inode.tails).
 """
 
 from __future__ import annotations
@@ -310,18 +315,20 @@ class _Data:
         else:
             base = s.dimg[ino]
         if f is None:
-            if got == base:
+            if got == base or len(got) == len(base) and _tails_ok(
+                    got, base, s.w.inodes[ino].tails):
                 return None
             return _mismatch(got, base, "its content on disk (nothing of it "
                                         "is pending)")
         vis = s.vis[ino]
+        tails = s.w.inodes[ino].tails
         why = []
         for base_, size, new_blocks, fixed, last in self._shapes(f, c, base):
             if len(got) != size:
                 why.append(size)
                 continue
             reason = self._blocks(got, base_, vis, size, new_blocks, fixed,
-                                  last)
+                                  last, tails)
             if reason is None:
                 return None
             why.append(reason)
@@ -345,25 +352,26 @@ class _Data:
             _, dirty, sc, cut = f
             for trunc in ((False, True) if cut is not None else (False,)):
                 b = s.cut[ino] if trunc else base
-                for moved in ((False, True) if sc else (False,)):
-                    yield b, len(vis) if moved else len(b), set(dirty), (), \
-                        None
+                for size in s.sizes(ino, trunc) if sc else (len(b),):
+                    yield b, size, set(dirty), (), None
             return
         _, ow, first, n_ext = f
         # appended data cannot outlive a truncation that did not commit
+        # (but in blocks the truncation freed, where the model reuses
+        # them at once: space.Space.reused)
         blocked = s.journal and s.cuts[c][0] <= s.trunc_last.get(ino, -1)
         for k in ([0] if blocked else range(n_ext + 1)):
             size = max(len(base), min(len(vis), (first + k) * BLOCK)) \
                 if k else len(base)
             if s.data == policy.ZERO_FILL:
-                free = set(ow) if blocked else \
+                free = set(ow) | s.reused(ino, len(base)) if blocked else \
                     set(ow) | set(range(first, first + n_ext))
                 yield base, size, free, (), None
             else:
                 yield base, size, set(ow), set(range(first, first + k)), \
                     (first + k - 1 if k else None)
 
-    def _blocks(self, got, base, vis, size, free, fixed, last):
+    def _blocks(self, got, base, vis, size, free, fixed, last, tails=None):
         """None when each block of GOT is its durable bytes, or its new
         ones where the model lets it be (FREE: either; FIXED: new, but
         LAST, which may be torn), sector by sector where blocks tear;
@@ -373,18 +381,26 @@ class _Data:
             lo, hi = b * BLOCK, min((b + 1) * BLOCK, size)
             old = _span(base, lo, hi)
             new = _new(base, vis, b, lo, hi)
+            # the block holding the visible end: written back as its
+            # page, which reads zeros past that end (the new size may
+            # not have reached the disk with it)
+            tail = _new(b"", vis, b, lo, hi) if lo < len(vis) < hi else new
             have = got[lo:hi]
+            if tails and b in tails and any(
+                    have == _span(t, 0, hi - lo) for t in tails[b]):
+                continue        # what a cut ending in it left there
             if b in fixed and not (torn and b == last):
-                if have != new:
+                if have not in (new, tail):
                     return (f"block {b} (bytes {lo}-{hi - 1}) must hold the "
                             f"data written before the size reached it, and "
                             f"does not")
                 continue
             if b in fixed or b in free:
-                if have in (old, new) or torn and all(
+                if have in (old, new, tail) or torn and any(all(
                         have[u:u + self.unit] in (old[u:u + self.unit],
-                                                  new[u:u + self.unit])
-                        for u in range(0, hi - lo, self.unit)):
+                                                  n[u:u + self.unit])
+                        for u in range(0, hi - lo, self.unit))
+                        for n in (new, tail)):
                     continue
                 return (f"block {b} (bytes {lo}-{hi - 1}) is neither its "
                         f"durable nor its new content"
@@ -405,14 +421,31 @@ class _Data:
         s = self.s
         per = BLOCK // self.unit
         block = 2 ** per if per > 1 else 2      # each unit old or new
+        # the block of the visible end: new with or without its tail
+        tail = 2 if len(s.vis[f[0]]) % BLOCK else 1
         if s.data == policy.INDEPENDENT:
             _, dirty, sc, cut = f
-            return block ** len(dirty) * (2 if sc else 1) * (
-                2 if cut is not None else 1)
+            truncs = (False, True) if cut is not None else (False,)
+            return block ** len(dirty) * tail * sum(
+                len(s.sizes(f[0], t)) if sc else 1 for t in truncs)
         _, ow, first, n_ext = f
         if s.data == policy.ZERO_FILL:
-            return block ** (len(ow) + n_ext) * (n_ext + 1)
-        return block ** len(ow) * (1 + n_ext * (block if per > 1 else 1))
+            return block ** (len(ow) + n_ext) * (n_ext + 1) * tail
+        return block ** len(ow) * (1 + n_ext * (block if per > 1 else 1)) \
+            * tail
+
+
+def _tails_ok(got, base, tails):
+    """Whether GOT differs from BASE (as long) only in blocks a cut
+    ended inside (TAILS, Inode.tails), each holding one of their
+    other contents."""
+    for b in range(nblocks(len(got))):
+        lo, hi = b * BLOCK, min((b + 1) * BLOCK, len(got))
+        have = got[lo:hi]
+        if have != base[lo:hi] and not any(
+                have == _span(t, 0, hi - lo) for t in tails.get(b, ())):
+            return False
+    return True
 
 
 def _span(data, lo, hi):

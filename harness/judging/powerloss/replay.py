@@ -30,7 +30,7 @@ class Inode:
     __slots__ = ("ino", "_vis", "_buf", "dimg", "lost", "born", "synced",
                  "odirect", "mapped", "truncated", "fsynced", "stdio_late",
                  "da_close", "cut", "rev", "_cache", "jmark", "jmark_meta",
-                 "moot")
+                 "moot", "tails")
 
     def __init__(self, ino, content, born):
         self.ino = ino
@@ -53,6 +53,12 @@ class Inode:
         self.da_close = False   # truncated to 0: replace_flush/alloc at close
         self.cut = None         # posix: the least size it was cut to
                                 # below its durable size since its last sync
+        # block -> the other bytes it may hold on disk since a cut ended
+        # inside it (a shrinking truncate): what it held before the cut
+        # (written back, or written O_DIRECT, before the cut committed)
+        # and its bytes then zeros (the cut zeroes the page's tail, and
+        # write-back can take that before the new size commits)
+        self.tails = {}
         self.rev = 0            # bumped on every change, keys _cache
         self._cache = None
         # the world's log number of the first change made after its last
@@ -254,6 +260,13 @@ class World(Snapshots, Audit):
         self._changed_at(node, len(data) != len(old))
         model = self.model
         if len(data) < len(old):
+            if len(data) % BLOCK and not model.journaled_data:
+                # (a journal of data logs the zeroed block with the cut)
+                b = len(data) // BLOCK
+                lo, hi = b * BLOCK, (b + 1) * BLOCK
+                alts = node.tails.setdefault(b, set())
+                alts.add(old[lo:hi])
+                alts.add(data[lo:] + bytes(BLOCK - len(data) + lo))
             if self.durably_named(ino):
                 node.truncated = True
             if len(data) < len(node.dimg) and (node.cut is None
@@ -783,6 +796,7 @@ class World(Snapshots, Audit):
         node.dimg = data
         node.synced = True
         node.cut = None
+        node.tails = {}
         node.odirect = node.mapped = node.truncated = node.da_close = False
         node.stdio_late = False
         node.rev += 1
