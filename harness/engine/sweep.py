@@ -613,7 +613,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                    shared=os.path.join(sdir, "shared"), timeout=limit,
                    trace_from=trace_from, trace_full=trace_full,
                    limit=settings.scratch_limit if settings else None,
-                   note=os.path.join(sdir, NOTE), extra=extra)
+                   note=os.path.join(sdir, NOTE), extra=extra,
+                   confine=[sdir])
 
     def lay_out(lay=True):
         try:
@@ -2058,7 +2059,8 @@ def load_run(scratch):
                      duration=info["duration"],
                      stdout=b"", stderr=info["stderr"].encode(),
                      trace_path=scratch / "trace.jsonl",
-                     outlived=info.get("outlived", []))
+                     outlived=info.get("outlived", []),
+                     outside=info.get("outside", []))
     return Outcome(run=run, scratch=scratch,
                    records=trace.load(scratch / "trace.jsonl"))
 
@@ -2119,7 +2121,7 @@ def save_run(out, how="preload", why=""):
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
-            "backend": how, "backend_why": why}
+            "outside": r.outside, "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -3218,6 +3220,7 @@ class Judge:
                      "timed_out": run.timed_out if run else False},
             "stderr": run.stderr_text() if run else "",
             "fired": fired,
+            "outside": list(run.outside) if run else [],
             "trace_excerpt": excerpt,
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
