@@ -3691,6 +3691,10 @@ def state_readme(res, crash, got, old, new, tree=False):
     else:
         lines += ["state:       the directory the run left behind",
                   f"target:      {what}"]
+    if res.get("outside"):
+        lines.append("outside:     wrote outside its scratch (confined: "
+                     "your files untouched, the writes thrown away): "
+                     + ", ".join(res["outside"]))
     if res.get("explanation"):
         lines += ["", res["explanation"]]
     lines += ["", f"reproduce:   {res['reproduce']}"]

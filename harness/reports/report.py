@@ -1090,6 +1090,25 @@ def recovered(cases):
     return [c for c in cases if c["verdict"] == "ok" and c.get("note")]
 
 
+OUTSIDE_HELP = ("Cases whose program wrote, made or removed files outside "
+                "its scratch directory. It ran confined (Confinement in "
+                "docs/guide.md): your files were not changed, and what it "
+                "wrote was thrown away after the case.")
+
+
+def outside(cases):
+    """The cases whose program wrote outside its scratch ("outside" of
+    results.json: what it wrote, kept from the real tree)."""
+    return [c for c in cases if c.get("outside")]
+
+
+def outside_text(case, cap=5):
+    """"wrote outside its scratch: ~/.augeas/history, ..." of a case."""
+    paths = case.get("outside") or []
+    more = f" and {len(paths) - cap} more" if len(paths) > cap else ""
+    return "wrote outside its scratch: " + ", ".join(paths[:cap]) + more
+
+
 def _defect_cases(defect, by_id):
     """A defect's cases, the ones that fail first."""
     members = [by_id[i] for i in defect["ids"]]
@@ -1144,6 +1163,16 @@ def console_lines(cases, summary, per_defect=10):
                 lines.append(f"  why: {why}")
             if c.get("reproduce"):
                 lines.append(f"  reproduce: {c['reproduce']}")
+    # grouped by what was written: a program that writes its history
+    # file in every case is one line
+    groups = defaultdict(list)
+    for c in outside(cases):
+        groups[tuple(c["outside"])].append(c["id"])
+    for paths, ids in sorted(groups.items(), key=lambda g: min(g[1])):
+        lines.append(f"OUTSIDE {plural(len(ids), 'case')} (e.g. "
+                     f"{min(ids)}): "
+                     + outside_text({"outside": list(paths)})
+                     + " (confined: your files untouched)")
     return lines
 
 
@@ -1341,6 +1370,17 @@ def _markdown_text(cases, summary, lessons):
             out.append(f"- {md_code(case['id'])}: {md_text(case['note'])}")
         if len(notes) > MD_FINDINGS_CAP:
             out.append(f"- and {len(notes) - MD_FINDINGS_CAP} more — see "
+                       "results.json")
+        out.append("")
+
+    wrote = outside(cases)
+    if wrote:
+        out += ["## Written outside the scratch", "", OUTSIDE_HELP, ""]
+        for case in wrote[:MD_FINDINGS_CAP]:
+            out.append(f"- {md_code(case['id'])}: "
+                       f"{md_text(outside_text(case, cap=20))}")
+        if len(wrote) > MD_FINDINGS_CAP:
+            out.append(f"- and {len(wrote) - MD_FINDINGS_CAP} more — see "
                        "results.json")
         out.append("")
 
