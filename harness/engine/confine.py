@@ -9,8 +9,10 @@ machine of its own, a private mount namespace in which
 - every filesystem is an overlay whose upper directory is ours (View.dir,
   beside the scratch directories): what the program writes or removes
   there lands in it, and the real tree stays as it was;
-- /proc, /dev (with a fresh tmpfs on /dev/shm) and a read-only /sys are
-  the machine's; /tmp and /var/tmp are fresh tmpfs;
+- /proc, /dev (with an overlay on /dev/shm) and a read-only /sys are
+  the machine's; /tmp, /var/tmp and /dev/shm are private to the run like
+  the rest, but what the program leaves there is not named (a program
+  may keep its temporary files where it likes);
 - the directories the run may change (its scratch: the work directory,
   the trace, the snapshots) are the real ones, bound at their own paths.
 
@@ -50,9 +52,11 @@ NO_OVERLAY = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2",
               "mqueue", "debugfs", "tracefs", "securityfs", "pstore", "bpf",
               "autofs", "binfmt_misc", "configfs", "fusectl", "hugetlbfs",
               "nsfs", "efivarfs", "selinuxfs", "rpc_pipefs", "ramfs"}
-# what the view takes from the machine as it is (B, R) or fresh (T)
+# what the view takes from the machine as it is (B, R)
 MACHINE = ("/proc", "/sys", "/dev")
-FRESH = ("/dev/shm", "/tmp", "/var/tmp")
+# temporary directories: overlays like the rest, private to the run, but
+# what a program leaves in them is not named (a program may use /tmp)
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 class ConfineError(UsageError):
@@ -210,7 +214,7 @@ class View:
         WRITABLE are the real ones and everything else is as described in
         the module's docstring; the program starts in CWD."""
         root = self.root
-        skip = [*MACHINE, *FRESH, self.base, self.dir, *writable]
+        skip = [*MACHINE, self.base, self.dir, *writable]
         lines = [f"U\t{os.geteuid()}\t{os.getegid()}"
                  if os.geteuid() != 0 else "N", "P"]
         self.overlays = []
@@ -231,9 +235,16 @@ class View:
                          f"upperdir={_opt(upper)},workdir={_opt(work)}")
         lines += [f"B\t/proc\t{root}/proc", f"R\t/sys\t{root}/sys",
                   f"B\t/dev\t{root}/dev"]
-        for path in FRESH:
-            if os.path.isdir(path) and not os.path.islink(path):
-                lines.append(f"T\t{root}{path}")
+        shm = "/dev/shm"
+        if os.path.isdir(shm) and not os.path.islink(shm) and \
+                not any(_under(shm, w) for w in writable):
+            # the machine's /dev/shm (other runs' scratch among it) is
+            # not the run's to change
+            upper, work = self._layer(n)
+            n += 1
+            self.overlays.append((shm, upper))
+            lines.append(f"O\t{root}{shm}\tlowerdir={_opt(shm)},"
+                         f"upperdir={_opt(upper)},workdir={_opt(work)}")
         for path in writable:
             path = _check(os.path.abspath(path))
             parts = path.strip("/").split("/")
@@ -253,12 +264,16 @@ class View:
         for point, upper in self.overlays:
             for rel, what in _changes(upper, point):
                 real = os.path.normpath(os.path.join(point, rel))
-                if any(_under(w, real) for w in self.writable):
-                    continue    # a directory made to bind the scratch on
-                shown = real + ("/" if rel.endswith("/") else "")
+                if any(_under(w, real) for w in self.writable) or \
+                        any(_under(real, p) for p in PRIVATE):
+                    # a directory made to bind the scratch on, a
+                    # temporary file
+                    continue
+                shown = real
                 if home not in ("", "/") and _under(real, home):
                     shown = "~" + real[len(home.rstrip("/")):]
-                found.append(shown + what)
+                found.append(shown + ("/" if rel.endswith("/") else "")
+                             + what)
         return sorted(found)
 
     def reset(self):
