@@ -25,7 +25,10 @@ this module writes (CRASHCHECK_VIEW; faults/confine.c makes them): by
 faults/bin/confine, which a run is exec'd through, by the preload's fork
 server's child, and by the supervisor's child. As root the namespace is a
 plain mount namespace; as another user a user namespace owns it (where
-the kernel allows unprivileged ones). Where neither can be made, or the
+the kernel allows unprivileged ones), and since an overlay there cannot
+lie on the host's locked mounts, the view is the machine read-only: a
+write outside the scratch fails (EROFS) and is not named. Where neither
+can be made, or the
 helper is not built, crashcheck says so once on the console and runs
 programs as before, unconfined.
 
@@ -199,6 +202,9 @@ class View:
         os.mkdir(self.root)
         self.overlays = []      # [(mount point, upper directory)]
         self._made = set()
+        # in a user namespace overlayfs keeps its marks in user.*
+        # extended attributes (Linux 5.11)
+        self.xattr = ",userxattr" if os.geteuid() != 0 else ""
 
     def _layer(self, n):
         upper = os.path.join(self.dir, f"u{n}")
@@ -214,10 +220,12 @@ class View:
         WRITABLE are the real ones and everything else is as described in
         the module's docstring; the program starts in CWD."""
         root = self.root
-        skip = [*MACHINE, self.base, self.dir, *writable]
-        lines = [f"U\t{os.geteuid()}\t{os.getegid()}"
-                 if os.geteuid() != 0 else "N", "P"]
         self.overlays = []
+        self.writable = [os.path.abspath(p) for p in writable]
+        if os.geteuid() != 0:
+            return self._readonly_steps(writable, cwd)
+        skip = [*MACHINE, self.base, self.dir, *writable]
+        lines = ["N", "P"]
         n = 0
         for point, fstype in mounts():
             _check(point)
@@ -232,7 +240,8 @@ class View:
             n += 1
             self.overlays.append((point, upper))
             lines.append(f"O\t{target}\tlowerdir={_opt(point)},"
-                         f"upperdir={_opt(upper)},workdir={_opt(work)}")
+                         f"upperdir={_opt(upper)},workdir={_opt(work)}"
+                         + self.xattr)
         lines += [f"B\t/proc\t{root}/proc", f"R\t/sys\t{root}/sys",
                   f"B\t/dev\t{root}/dev"]
         shm = "/dev/shm"
@@ -244,7 +253,15 @@ class View:
             n += 1
             self.overlays.append((shm, upper))
             lines.append(f"O\t{root}{shm}\tlowerdir={_opt(shm)},"
-                         f"upperdir={_opt(upper)},workdir={_opt(work)}")
+                         f"upperdir={_opt(upper)},workdir={_opt(work)}"
+                         + self.xattr)
+        lines += self._scratch_steps(writable, cwd)
+        return "\n".join(lines)
+
+    def _scratch_steps(self, writable, cwd):
+        """The end of every view: WRITABLE bound at their own paths, the
+        root taken, CWD the working directory."""
+        root, lines = self.root, []
         for path in writable:
             path = _check(os.path.abspath(path))
             parts = path.strip("/").split("/")
@@ -253,7 +270,23 @@ class View:
             lines.append(f"D\t{root}{path}")
             lines.append(f"B\t{path}\t{root}{path}")
         lines += [f"V\t{root}", f"C\t{_check(os.path.abspath(cwd))}"]
-        self.writable = [os.path.abspath(p) for p in writable]
+        return lines
+
+    def _readonly_steps(self, writable, cwd):
+        """Not root: in a user namespace, where an overlay cannot have a
+        lower layer with mounts below it (the host's are locked there),
+        the view is the machine read-only, with fresh tmpfs on /tmp,
+        /var/tmp and /dev/shm: a write outside the scratch fails (EROFS)
+        instead of landing in an upper directory, and is not named."""
+        root = self.root
+        _check(root)
+        lines = [f"U\t{os.geteuid()}\t{os.getegid()}", "P",
+                 f"R\t/\t{root}"]
+        for path in PRIVATE:
+            if os.path.isdir(path) and not os.path.islink(path) and \
+                    not any(_under(path, w) for w in writable):
+                lines.append(f"T\t{root}{path}")
+        lines += self._scratch_steps(writable, cwd)
         return "\n".join(lines)
 
     def outside(self):
@@ -294,18 +327,14 @@ class View:
 
 def _remove(path):
     """Remove PATH, ours, whatever the overlay left in it (its work
-    directory's mode 000 subdirectory)."""
-    def unlock(func, p, exc):
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        try:
-            func(p)
-        except OSError:
-            pass
-    shutil.rmtree(path, onerror=unlock)
+    directory's mode 000 subdirectory): opened up on the way down."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for name in dirnames:
+            try:
+                os.chmod(os.path.join(dirpath, name), 0o700)
+            except OSError:
+                pass
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _changes(upper, point):

@@ -247,8 +247,9 @@ def build_start(dest, old_dir, setup, timeout, copy_label="old_dir",
         else:
             partial.mkdir(parents=True)
         if setup:
+            # confined like the program: it may change only what it sets up
             run = runner.run(setup, cwd=partial, preload=False,
-                             timeout=timeout)
+                             timeout=timeout, confine=[partial])
             if run.timed_out or run.status != 0:
                 how = (f"ran past {timeout:g} s" if run.timed_out else
                        f"killed by signal {run.signal}" if run.signal else
@@ -2331,8 +2332,10 @@ class Judge:
         limit = timeout_of(combo, self.settings)
         for name in runner.OUR_VARS:
             env.pop(name, None)
+        # confined like the program: what it writes outside the state's
+        # directory is thrown away
         run = runner.run(argv, cwd=directory, env=env, preload=False,
-                         timeout=limit)
+                         timeout=limit, confine=[directory])
         text = (run.stdout + run.stderr).decode("utf-8", "replace")
         # A checker that cannot answer says nothing about the state: the
         # case cannot be judged (never torn or lost-update for it), and
