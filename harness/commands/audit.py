@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,18 +263,54 @@ def resolve_program(name, what):
 
 
 def read_input(option, name):
-    """A user's content file, read (never written), with its problem named."""
+    """A user's content file, read (never written), with its problem named.
+    Opened without blocking, so that a FIFO nobody writes into is refused
+    rather than waited on, and read by its size, so that a small file
+    costs a small buffer (a limited address space has no 64 MiB to spare)."""
     path = Path(name)
     if path.is_dir():
         raise UsageError(f"{option}: '{name}' is a directory")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SIZE + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise UsageError(f"{option}: cannot read '{name}': {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{option}: '{name}' is not a regular file"
+                             f" ({_file_kind(st.st_mode)})")
+        if st.st_size > MAX_SIZE:
+            raise UsageError(f"{option}: '{name}' is larger than "
+                             f"{MAX_SIZE >> 20} MiB")
+        chunks, got = [], 0
+        while got <= MAX_SIZE:
+            chunk = os.read(fd, min(max(st.st_size - got, 0) + 1,
+                                    MAX_SIZE + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise UsageError(f"{option}: cannot read '{name}': {e.strerror}") from None
+    except MemoryError:
+        raise UsageError(f"{option}: not enough memory to read '{name}' "
+                         f"({st.st_size} bytes)") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_SIZE:
         raise UsageError(f"{option}: '{name}' is larger than {MAX_SIZE >> 20} MiB")
     return data
+
+
+def _file_kind(mode):
+    """"a FIFO", "a character device"...: what a file that is not a
+    regular file is."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def target_arg(text):

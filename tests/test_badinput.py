@@ -1,0 +1,67 @@
+"""Bad input from a hostile or careless user (issue 31, item 3): each one
+gets one line naming the problem and exit 2, never a hang, a traceback or
+a crash of ours; and a long command line costs its size once, not once per
+case.
+
+Each test runs the command line as a user would and looks at what the
+user sees: the exit status and every line of stderr.
+"""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT
+
+CRASHCHECK = ROOT / "scripts" / "crashcheck"
+CP = ["cp", "{new}", "{target}"]
+
+
+def cli(*args, cwd=None, env=None, timeout=120, preexec_fn=None):
+    return subprocess.run([str(CRASHCHECK), *map(str, args)], cwd=cwd or ROOT,
+                          env=env, capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=preexec_fn)
+
+
+def one_error_line(proc):
+    """The single `crashcheck: ...` line of a usage error (exit 2), and
+    nothing else on stderr."""
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("crashcheck: "), lines
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return lines[0]
+
+
+@pytest.mark.parametrize("option", ["--old", "--new"])
+def test_a_fifo_with_no_writer_is_refused_not_waited_on(tmp_path, option):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = cli("audit", option, fifo, "--faults", "baseline", "--out",
+               tmp_path / "out", "--", *CP, timeout=60)
+    line = one_error_line(proc)
+    assert f"{option}: '{fifo}' is not a regular file (a FIFO)" in line
+
+
+def _limit_address_space():
+    resource.setrlimit(resource.RLIMIT_AS, (60000 * 1024, 60000 * 1024))
+
+
+def test_a_small_input_needs_no_big_buffer(tmp_path):
+    """Under `ulimit -v 60000` a 5-byte --old is read with a buffer of its
+    size (it was read with a 64 MiB one: MemoryError, a traceback)."""
+    old = tmp_path / "old"
+    old.write_bytes(b"hello")
+    proc = cli("audit", "--old", old, "--faults", "baseline", "--out",
+               tmp_path / "out", "--", *CP, preexec_fn=_limit_address_space)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "MemoryError" not in proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert (tmp_path / "out" / "results.json").is_file()
