@@ -65,3 +65,32 @@ def test_a_small_input_needs_no_big_buffer(tmp_path):
     assert "MemoryError" not in proc.stderr
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     assert (tmp_path / "out" / "results.json").is_file()
+
+
+@pytest.mark.parametrize("doc,problem", [
+    ([], "a JSON list, not an object"),
+    ({"cases": 5}, "no 'cases' list"),
+    ({"cases": [5]}, "a case that is not an object"),
+    ({"cases": [], "summary": "x"}, "'summary' is not an object"),
+    ({"cases": [], "summary": {"run": "x"}}, "'summary.run' is not an object"),
+])
+def test_replay_of_a_results_file_of_another_shape_is_one_line(tmp_path, doc,
+                                                               problem):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(doc))
+    proc = cli("replay", "cp-powerloss@exit-posix", "--results", results,
+               "--out", tmp_path / "out")
+    line = one_error_line(proc)
+    assert line == (f"crashcheck: --results: '{results}' is not a crashcheck "
+                    f"results.json ({problem})")
+
+
+@pytest.mark.parametrize("key", ["run", "timing"])
+def test_merge_of_a_results_file_whose_summary_part_is_a_string(tmp_path, key):
+    shard = tmp_path / "shard"
+    shard.mkdir()
+    (shard / "results.json").write_text(json.dumps(
+        {"cases": [], "summary": {key: "a string"}}))
+    proc = cli("merge", shard, "--out", tmp_path / "out")
+    line = one_error_line(proc)
+    assert f"('summary.{key}' is not an object)" in line

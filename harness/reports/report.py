@@ -548,6 +548,10 @@ def load(path):
     if not isinstance(summary, dict):
         raise ReportError(f"parse '{path}': not a crashcheck results.json "
                           "(no 'summary' object)")
+    for key in ("run", "timing"):
+        if summary.get(key) is not None and not isinstance(summary[key], dict):
+            raise ReportError(f"parse '{path}': not a crashcheck results.json "
+                              f"('summary.{key}' is not an object)")
     cases = _check_cases(doc["cases"], f"'{path}'")
     meta = dict(summary.get("run") or {})
     for key in RUN_TOP_KEYS:
