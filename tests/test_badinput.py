@@ -94,3 +94,37 @@ def test_merge_of_a_results_file_whose_summary_part_is_a_string(tmp_path, key):
     proc = cli("merge", shard, "--out", tmp_path / "out")
     line = one_error_line(proc)
     assert f"('summary.{key}' is not an object)" in line
+
+
+def test_a_case_stopped_by_the_scratch_limit_is_exit_2_and_reruns_there(tmp_path):
+    """A case whose run passes crashcheck's own scratch limit is the
+    machine's to mend: exit 2, as for a scratch too small at the start;
+    its reproduce command keeps --scratch and --scratch-limit, so that
+    it reruns where it ran."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    out = tmp_path / "out"
+    proc = cli("audit", "--faults", "eio", "--scratch", scratch,
+               "--scratch-limit", "1M", "--out", out, "--", "sh", "-c",
+               'cp "$1" "$0" || head -c 3000000 /dev/zero > big',
+               "{target}", "{new}")
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "could not be recorded within crashcheck's scratch (exit 2)" \
+        in proc.stdout
+    cases = json.loads((out / "results.json").read_text())["cases"]
+    stopped = [c for c in cases if c["verdict"] == "harness-error"]
+    assert stopped
+    for c in stopped:
+        assert "scratch limit" in c["finding"], c["finding"]
+        assert f"--scratch {scratch}" in c["reproduce"], c["reproduce"]
+        assert "--scratch-limit 1M" in c["reproduce"], c["reproduce"]
+
+
+def test_no_room_says_what_is_left_as_too_little(tmp_path):
+    """ENOSPC with space left (a write larger than what is left) is
+    not called a full scratch with 40 MiB left."""
+    from harness.engine import sweep
+    text = sweep._full_text(str(tmp_path), OSError(28, os.strerror(28)))
+    assert "is full" not in text
+    assert "left there, too little for this run's files" in text

@@ -375,6 +375,9 @@ def rerun_argv(args):
         argv.append("--home")
     if args.scratch_limit is not None:
         argv += ["--scratch-limit", args.scratch_limit]
+    # and where: a case the scratch had no room for reruns in the same
+    if args.scratch is not None:
+        argv += ["--scratch", args.scratch]
     if args.sample != str(sweep.SAMPLE):
         argv += ["--sample", args.sample]
     if args.exhaustive:

@@ -317,7 +317,8 @@ def fs_args(args):
 
 def sweep(argv, out):
     """Run pytest, its reports into OUT (claimed: outdir.claim); map its
-    status to ours: 0 clean, 1 findings, 2 usage, 130 interrupted (^C),
+    status to ours: 0 clean, 1 findings, 2 usage (or a case that
+    crashcheck's scratch had no room for), 130 interrupted (^C),
     128+N ended by signal N (plugin._terminated), 3 anything else
     (pytest's internal error)."""
     import pytest
@@ -332,7 +333,9 @@ def sweep(argv, out):
     if status in (PYTEST_OK, PYTEST_NO_TESTS):
         return 0
     if status == PYTEST_FAILED:
-        return 1
+        from ..engine import plugin
+        # a case stopped by crashcheck's own scratch: a setup error
+        return 2 if plugin.SCRATCH_SHORT else 1
     if status == PYTEST_USAGE:
         return 2
     if status == PYTEST_INTERRUPTED:

@@ -126,7 +126,15 @@ def settings_from(config):
     if scratch:
         runner.set_scratch_base(scratch)
     jobs = _jobs(config)
+    rerun = []
+    if scratch:
+        rerun += ["--scratch", scratch]
+    if config.getoption("--cc-scratch-limit") is not None:
+        rerun += ["--scratch-limit", str(config.getoption("--cc-scratch-limit"))]
+    if config.getoption("--cc-home"):
+        rerun.append("--home")
     return sweep.Settings(
+        rerun=tuple(rerun),
         scratch_limit=config.getoption("--cc-scratch-limit"),
         home=config.getoption("--cc-home"),
         out=Path(config.getoption("--cc-out")).resolve(),
@@ -708,7 +716,18 @@ def write_reports(config, state, results, interrupted):
         outdir.prune_cases(out, {Path(r["dir"]).name for r in results
                                  if r.get("dir")})
     state.results, state.not_caught, state.meta = results, not_caught, meta
+    global SCRATCH_SHORT
+    SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
+                        r.get("explanation") == sweep.SCRATCH_WHY
+                        for r in results)
     return not_caught
+
+
+# a case of the session could not be recorded within crashcheck's own
+# scratch (its room or --scratch-limit): the machine's to mend, not the
+# program's, and the command exits 2 as for a scratch too small at the
+# start (commands/run.py's sweep)
+SCRATCH_SHORT = False
 
 
 def _interrupted(session, exitstatus, state):
@@ -797,6 +816,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         counts += (f", {plural(len(state.not_caught), 'variant')} not "
                    "caught")
     tw.line(counts)
+    if SCRATCH_SHORT:
+        n = sum(1 for r in state.results if r["verdict"] == "harness-error"
+                and r.get("explanation") == sweep.SCRATCH_WHY)
+        tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
+                "within crashcheck's scratch (exit 2): give it more room, "
+                "--scratch-limit SIZE or --scratch DIR on a larger file system")
     caught = s.get("caught", 0)
     if caught and not failed and not rerun:
         tw.line(f"crashcheck: {'all ' if caught > 1 else ''}{caught} "

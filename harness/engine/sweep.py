@@ -22,6 +22,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -88,6 +89,8 @@ class Settings:
     keep: bool = False                          # keep every case's scratch
     scratch_limit: int | None = None            # bytes a run's snapshots may take
     home: bool = False                          # each run its own HOME
+    rerun: tuple = ()                           # options a reproduce command carries
+                                                # (--scratch, --scratch-limit, --home as given)
     timeout: float | None = None                # overrides the specs' timeouts
     all_calls: bool = False                     # fault calls outside the scratch too
     fork_server: bool = True                    # fault cases forked, not exec'd
@@ -733,12 +736,15 @@ def reclaim(path):
 
 
 def _full_text(path, e):
-    """The finding of a scratch with no room left at PATH."""
+    """The finding of a scratch with no room for a run at PATH: what is
+    left there is said as what it is, less than the run needed (a
+    write of more than is left fails with space to spare)."""
     try:
-        left = f", {size_text(runner.free_bytes(path))} left"
+        left = (f"; {size_text(runner.free_bytes(path))} left there, too "
+                "little for this run's files")
     except OSError:
         left = ""
-    return (f"crashcheck's scratch is full: {e.strerror} under "
+    return (f"crashcheck's scratch has no room: {e.strerror} under "
             f"'{runner.scratch_base()}'{left} (free space there, or give "
             f"--scratch DIR on a larger file system)")
 
@@ -3213,10 +3219,12 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": on_fs(reproduce(spec, case, self.settings.backend,
-                                         self.settings.models,
-                                         self.settings.fail_on),
-                               spec, self.settings.fs),
+            "reproduce": with_rerun(on_fs(reproduce(spec, case,
+                                                    self.settings.backend,
+                                                    self.settings.models,
+                                                    self.settings.fail_on),
+                                          spec, self.settings.fs),
+                                    spec, self.settings.rerun),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
@@ -3582,6 +3590,17 @@ def on_fs(command, spec, fs):
     if fs is None or getattr(spec, "reproduce_command", None) is not None:
         return command
     return f"{command} --fs {fs}"
+
+
+def with_rerun(command, spec, options):
+    """A reproduce COMMAND of a spec's case with the OPTIONS that decide
+    how its run goes (Settings.rerun: where its scratch is, the limit it
+    is stopped at, its HOME): a case stopped by the scratch rerun
+    without them would run elsewhere. An audit's own command carries
+    them already."""
+    if not options or getattr(spec, "reproduce_command", None) is not None:
+        return command
+    return command + " " + " ".join(shlex.quote(str(o)) for o in options)
 
 
 def safe_name(case_id):
