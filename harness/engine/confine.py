@@ -275,17 +275,14 @@ class View:
     def _readonly_steps(self, writable, cwd):
         """Not root: in a user namespace, where an overlay cannot have a
         lower layer with mounts below it (the host's are locked there),
-        the view is the machine read-only, with fresh tmpfs on /tmp,
-        /var/tmp and /dev/shm: a write outside the scratch fails (EROFS)
-        instead of landing in an upper directory, and is not named."""
+        the view is the machine read-only, /tmp included (a program
+        and its inputs may live there; a run's TMPDIR is in its
+        scratch): a write outside the scratch fails (EROFS) instead of
+        landing in an upper directory, and is not named."""
         root = self.root
         _check(root)
         lines = [f"U\t{os.geteuid()}\t{os.getegid()}", "P",
                  f"R\t/\t{root}"]
-        for path in PRIVATE:
-            if os.path.isdir(path) and not os.path.islink(path) and \
-                    not any(_under(path, w) for w in writable):
-                lines.append(f"T\t{root}{path}")
         lines += self._scratch_steps(writable, cwd)
         return "\n".join(lines)
 
