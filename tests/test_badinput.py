@@ -128,3 +128,53 @@ def test_no_room_says_what_is_left_as_too_little(tmp_path):
     text = sweep._full_text(str(tmp_path), OSError(28, os.strerror(28)))
     assert "is full" not in text
     assert "left there, too little for this run's files" in text
+
+
+def test_a_start_that_finds_no_process_left_waits_for_one(tmp_path,
+                                                          monkeypatch):
+    """A program under test that takes every process the user may have
+    (a fork bomb) starves the cases beside it: their starts fail with
+    EAGAIN. Such a start is tried again until the processes come back
+    (the bomb is killed at its time limit)."""
+    from harness.engine import runner
+    real = os.posix_spawn
+    fails = [2]
+
+    def spawn(*args, **kw):
+        if fails[0]:
+            fails[0] -= 1
+            raise BlockingIOError(11, os.strerror(11))
+        return real(*args, **kw)
+    monkeypatch.setattr(os, "posix_spawn", spawn)
+    run = runner.run(["true"], cwd=str(tmp_path), preload=False)
+    assert run.status == 0 and fails[0] == 0
+
+
+def test_no_process_left_for_good_is_one_line_naming_the_limit(tmp_path,
+                                                               monkeypatch):
+    from harness.engine import runner
+
+    def spawn(*args, **kw):
+        raise BlockingIOError(11, os.strerror(11))
+    monkeypatch.setattr(os, "posix_spawn", spawn)
+    monkeypatch.setattr(subprocess, "Popen", spawn)
+    monkeypatch.setattr(runner, "START_RETRY", 0.05)
+    with pytest.raises(runner.SetupError) as e:
+        runner.run(["true"], cwd=str(tmp_path), preload=False)
+    assert "no process left to start it" in str(e.value)
+    assert "ulimit -u" in str(e.value)
+
+
+def test_a_setup_error_of_a_case_is_its_message_not_its_class():
+    """The harness-error line of a case whose start failed: the message,
+    never `harness.engine.runner.SetupError: ...`."""
+    from harness.engine import runner, sweep
+    try:
+        raise runner.SetupError("cannot run x: no process left")
+    except runner.SetupError:
+        import traceback
+        text = traceback.format_exc()
+    assert sweep.failure_line(text) == "cannot run x: no process left"
+    value, error = sweep._guarded(
+        lambda item: (_ for _ in ()).throw(runner.SetupError("boom")), None)
+    assert value is None and error == "boom"

@@ -430,8 +430,35 @@ def _check_program(argv0, cwd, env):
         raise SetupError(f"program not executable: {argv0}")
 
 
+# Seconds a start that finds no process left (EAGAIN: the user's process
+# or thread limit, all taken by another case's program, say a fork bomb)
+# is tried again for: that program is killed at its time limit or its
+# end, and the processes come back.
+START_RETRY = 15.0
+
+
+def _starting(start):
+    """START() (a spawn), tried again with growing pauses for up to
+    START_RETRY seconds while it fails with EAGAIN."""
+    deadline = time.monotonic() + START_RETRY
+    pause = 0.01
+    while True:
+        try:
+            return start()
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 def _cannot_start(argv, e):
     """The one-line SetupError for the OSError starting argv gave."""
+    if isinstance(e, BlockingIOError):
+        return SetupError(f"cannot run {argv[0]}: no process left to start "
+                          f"it in for {START_RETRY:g} s (the user's process "
+                          "limit, ulimit -u, taken by other programs: a "
+                          "program under test that forks without end?)")
     if isinstance(e, FileNotFoundError):
         return SetupError(f"program not found: {argv[0]}")
     if isinstance(e, PermissionError):
@@ -442,8 +469,8 @@ def _cannot_start(argv, e):
 
 def _popen(argv, cwd, env, **streams):
     try:
-        return subprocess.Popen(argv, cwd=cwd, env=env,
-                                start_new_session=True, **streams)
+        return _starting(lambda: subprocess.Popen(
+            argv, cwd=cwd, env=env, start_new_session=True, **streams))
     except OSError as e:
         raise _cannot_start(argv, e) from None
 
@@ -497,9 +524,9 @@ def _spawn(argv, cwd, env, out_fd, err_fd, extra=()):
             path = shutil.which(path, path=env.get("PATH", os.defpath))
             if path is None:
                 raise SetupError(f"program not found: {argv[0]}")
-        pid = os.posix_spawn(path, argv, env, file_actions=actions,
-                             setsid=True, setsigmask=(),
-                             setsigdef=_SPAWN_DEFAULT_SIGNALS)
+        pid = _starting(lambda: os.posix_spawn(
+            path, argv, env, file_actions=actions, setsid=True,
+            setsigmask=(), setsigdef=_SPAWN_DEFAULT_SIGNALS))
     except OSError as e:
         raise _cannot_start(argv, e) from None
     finally:

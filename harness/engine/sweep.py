@@ -32,7 +32,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import INSTALLED, ROOT, command_name
+from .. import INSTALLED, ROOT, UsageError, command_name
 from . import (backend as backend_mod, calls, coords, fullfs, pool, realfs,
                runner, timelimit, trace)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
@@ -1162,6 +1162,10 @@ def _guarded(job, item):
     a pool gives (harness/engine/pool.py), in this process."""
     try:
         return job(item), None
+    except UsageError as e:
+        # a setup error (runner.SetupError) is its one line, not a
+        # traceback whose last line names the class
+        return None, str(e)
     except Exception as e:
         if stops_sweep(e):
             raise
@@ -1183,7 +1187,12 @@ def failure_line(error):
     process died) that says what went wrong: its last."""
     lines = [line.strip() for line in str(error).strip().splitlines()
              if line.strip()]
-    return lines[-1] if lines else "unknown error"
+    if not lines:
+        return "unknown error"
+    # a traceback's last line names the class: not crashcheck's own
+    last = re.sub(r"^harness(\.\w+)+\.(SetupError|UsageError|"
+                  r"ConfineError|ContainError): ", "", lines[-1])
+    return last
 
 
 def remove_work(work, refuse=False):
