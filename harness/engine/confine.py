@@ -221,7 +221,9 @@ class View:
         the module's docstring; the program starts in CWD."""
         root = self.root
         self.overlays = []
-        self.writable = [os.path.abspath(p) for p in writable]
+        writable = [os.path.abspath(os.fspath(p)) for p in writable]
+        cwd = os.fspath(cwd)
+        self.writable = writable
         if os.geteuid() != 0:
             return self._readonly_steps(writable, cwd)
         skip = [*MACHINE, self.base, self.dir, *writable]
