@@ -178,3 +178,30 @@ def test_a_setup_error_of_a_case_is_its_message_not_its_class():
     value, error = sweep._guarded(
         lambda item: (_ for _ in ()).throw(runner.SetupError("boom")), None)
     assert value is None and error == "boom"
+
+
+def test_a_long_command_line_is_stored_once(tmp_path):
+    """19 arguments of 100 KB were copied into every case's reproduce
+    line of every report (155 MB for a small audit): a command longer
+    than audit.LONG_COMMAND is written once, into reproduce.sh in the
+    output directory, which each case's line runs with its id."""
+    from harness.commands import audit
+    arg = "x" * 20000
+    out = tmp_path / "out"
+    proc = cli("audit", "--faults", "eio", "--out", out, "--", "sh", "-c",
+               'cp "$1" "$0"', "{target}", "{new}", *[arg] * 19)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    argv_bytes = 19 * len(arg)
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    cases = json.loads((out / "results.json").read_text())["cases"]
+    assert len(cases) > 4
+    # the argv at most a few times per report, not once per case
+    assert total < 12 * argv_bytes, (total, argv_bytes)
+    script = out / audit.REPRODUCE_SCRIPT
+    text = script.read_text()
+    assert text.count(arg) == 19 and '--case "$1"' in text
+    for c in cases:
+        assert arg not in c["reproduce"]
+        assert c["reproduce"].startswith("sh ") and \
+            c["reproduce"].endswith(audit.shell_word(c["id"]))
+    assert arg not in proc.stdout

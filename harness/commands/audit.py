@@ -64,6 +64,8 @@ class AuditSpec(Spec):
     program: tuple = ()                 # the program and arguments as typed
     size_in_id: bool = False            # one size only: case ids omit it
     start_dir: Path | None = None       # a tree's start (inputs/start)
+    script: str | None = None           # a long command's reproduce script
+                                        # (REPRODUCE_SCRIPT), as it is named
 
     def _subst(self, argv, target, new):
         return [a.replace("{target}", str(target)).replace("{new}", str(new))
@@ -83,8 +85,45 @@ class AuditSpec(Spec):
         return _read_inputs(self.inputs, self.old == "absent")
 
     def reproduce_command(self, case_id):
+        if self.script is not None:
+            # the long command once, in the script: not in every case's
+            # line of every report
+            return shell_join(["sh", self.script, case_id])
         return shell_join(list(self.rerun) + ["--case", case_id, "--"]
                           + list(self.program))
+
+
+# A reproduce command longer than this (bytes) is written once, into
+# REPRODUCE_SCRIPT in the output directory, and each case's reproduce
+# line runs that script with the case's id: an audit of a program with
+# long arguments (19 of 100 KB) put them in every case's line of every
+# report, 155 MB of them.
+LONG_COMMAND = 4096
+REPRODUCE_SCRIPT = "reproduce.sh"
+
+
+def write_script(out, rerun, program):
+    """The name (relative to the working directory where it lies below
+    it) of OUT/REPRODUCE_SCRIPT, made to rerun one case of the audit,
+    its id the script's argument; None when the command is short."""
+    whole = shell_join(list(rerun) + ["--case", "ID", "--"] + list(program))
+    if len(whole.encode("utf-8", "surrogateescape")) <= LONG_COMMAND:
+        return None
+    path = Path(out) / REPRODUCE_SCRIPT
+    rerun = list(rerun)
+    if "/" in rerun[0]:
+        rerun[0] = os.path.abspath(rerun[0])    # run from anywhere
+    text = ("#!/bin/sh\n"
+            "# crashcheck: reruns one case of this audit alone: "
+            "sh reproduce.sh CASE-ID\n"
+            "[ $# -eq 1 ] || { echo \"usage: sh $0 CASE-ID\" >&2; exit 2; }\n"
+            "exec " + shell_join(list(rerun)) + ' --case "$1" -- '
+            + shell_join(list(program)) + "\n")
+    path.write_text(text, errors="surrogateescape")
+    path.chmod(0o755)
+    shown = os.path.abspath(path)
+    rel = os.path.relpath(shown)
+    return rel if not rel.startswith("..") else shown
 
 
 def shell_word(word):
@@ -169,7 +208,7 @@ def load(path):
             check=tuple(d["check"]) if d["check"] else None,
             sizes=(d["size"],), old=d["old"], timeout=float(d["timeout"]),
             target=d["target"], inputs=path.parent, rerun=tuple(d["rerun"]),
-            program=tuple(d["program"]),
+            program=tuple(d["program"]), script=d.get("script"),
             start_dir=path.parent / START_DIR if d["contract"] == "tree"
             else None)
     except OSError as e:
@@ -451,6 +490,13 @@ def cmd_audit(args):
     rerun = rerun_argv(args)
     command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
                          + ["--"] + program)
+    if len(command) > LONG_COMMAND:
+        # shown once at the top of every report: its program and the
+        # number of its arguments, the whole in REPRODUCE_SCRIPT
+        command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
+                             + ["--", program[0]]) + \
+            f" ... ({len(program) - 1} arguments, {len(command)} bytes in " \
+            f"all: see {REPRODUCE_SCRIPT})"
     # Every option is checked (pytest_args) before anything is written.
     out = runcmd.out_path(args, default)
     if tree and args.old_dir is not None:
@@ -468,7 +514,10 @@ def cmd_audit(args):
             (inputs / OLD_FILE).write_bytes(old)
         desc = {
             "name": name,
-            "description": f"audit of {shell_join(program)}",
+            "description": f"audit of {shell_join(program)}"
+            if len(shell_join(program)) <= LONG_COMMAND else
+            f"audit of {shell_join(program[:1])} and {len(program) - 1} "
+            "arguments",
             "command": [exe] + program[1:],
             "contract": contract,
             "check": check,
@@ -485,6 +534,7 @@ def cmd_audit(args):
             "new_file": None if args.new is None
             else os.path.abspath(args.new),
             "home": bool(args.home),
+            "script": write_script(out, rerun, program),
         }
         with open(inputs / SPEC_FILE, "w") as fh:
             json.dump(desc, fh, indent=1)
