@@ -205,3 +205,45 @@ def test_a_long_command_line_is_stored_once(tmp_path):
         assert c["reproduce"].startswith("sh ") and \
             c["reproduce"].endswith(audit.shell_word(c["id"]))
     assert arg not in proc.stdout
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130),
+                                        (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("stage", ["baselines", "cases"])
+def test_an_interrupt_is_one_line_of_ours_not_pytests(tmp_path, sig, status,
+                                                      stage):
+    """^C or SIGTERM, during the baselines or the cases: the console says
+    INTERRUPTED in crashcheck's words and the exit status is the
+    reference's (130, 128+N); nothing of pytest's internals ("pool.py:199:
+    KeyboardInterrupt (to show a full traceback ...", "!!!! _pytest.
+    outcomes.Exit ...", "Exit: terminated by signal 15")."""
+    specs = [ROOT / "workloads" / "specs" / f"{n}.toml"
+             for n in ("replace", "fsync-unchecked", "overwrite")]
+    proc = subprocess.Popen([str(CRASHCHECK), "run", *map(str, specs),
+                             "--out", str(tmp_path / "out")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, restore_signals=True)
+    seen = ""
+    try:
+        while True:
+            ch = proc.stdout.read(1)
+            if not ch:
+                break
+            seen += ch
+            if stage == "baselines" and "recording" in seen:
+                break
+            if stage == "cases" and "\n." in seen:
+                break
+        proc.send_signal(sig)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = seen + rest
+    assert proc.returncode == status, out[-3000:]
+    for noise in ("KeyboardInterrupt", "_pytest", "!!!!", "Traceback",
+                  "Exit: ", "full traceback"):
+        assert noise not in out, out[-3000:]
+    assert "INTERRUPTED" in out or "crashcheck: interrupted" in out, \
+        out[-3000:]

@@ -10,6 +10,8 @@ into ours.
 
 import os
 import signal
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
@@ -315,6 +317,35 @@ def fs_args(args):
     return ["--cc-fs", fs]
 
 
+class _NoExitLine:
+    """sys.stderr, less the line pytest writes itself when the session
+    is ended by pytest.exit before its first case (plugin._terminated on
+    SIGTERM during the baselines): "Exit: terminated by signal 15". The
+    console has said INTERRUPTED already, in our words."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        if text.startswith("Exit: terminated by signal ") or \
+                text.startswith("Exit: interrupted"):
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _no_exit_line():
+    saved = sys.stderr
+    sys.stderr = _NoExitLine(saved)
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+
+
 def sweep(argv, out):
     """Run pytest, its reports into OUT (claimed: outdir.claim); map its
     status to ours: 0 clean, 1 findings, 2 usage (or a case that
@@ -323,7 +354,8 @@ def sweep(argv, out):
     (pytest's internal error)."""
     import pytest
     try:
-        status = pytest.main(argv)
+        with _no_exit_line():
+            status = pytest.main(argv)
     finally:
         outdir.release(out, refused=False)
     if status == PYTEST_USAGE:

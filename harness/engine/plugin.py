@@ -346,6 +346,22 @@ def _enabled(config):
     return bool(config.getoption("--cc-spec") or config.getoption("--cc-audit"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_keyboard_interrupt(excinfo):
+    """^C or SIGTERM: the reports and the console say INTERRUPTED in one
+    line of ours; pytest's own account of where the interrupt struck
+    ("pool.py:199: KeyboardInterrupt (to show a full traceback ...",
+    "!!!! _pytest.outcomes.Exit ...") is pytest's internals, not the
+    user's, and goes. Its terminal reporter keeps it to print at the
+    end: this session's reporter prints nothing of it."""
+    config = _STATE.get("config")
+    if config is None or not _enabled(config):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+        reporter._report_keyboardinterrupt = lambda: None
+
+
 def _terminated(signum, frame):
     """SIGTERM (a CI job cancelled) or SIGHUP stops a sweep as ^C does. A
     SystemExit raised inside a case would be that case's failure, and
@@ -376,6 +392,7 @@ def pytest_configure(config):
     state = Sweep(config)
     config._crashcheck = state
     _STATE["sweep"] = state
+    _STATE["config"] = config
     contain.own_process()
     if state.settings.fs is not None:
         real_mode(state.settings.fs)
