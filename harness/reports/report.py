@@ -1381,8 +1381,10 @@ def _markdown_text(cases, summary, lessons):
     if wrote:
         out += ["## Written outside the scratch", "", OUTSIDE_HELP, ""]
         for case in wrote[:MD_FINDINGS_CAP]:
-            out.append(f"- {md_code(case['id'])}: "
-                       f"{md_text(outside_text(case, cap=20))}")
+            paths = case["outside"]
+            more = f" and {len(paths) - 20} more" if len(paths) > 20 else ""
+            out.append(f"- {md_code(case['id'])}: wrote outside its scratch: "
+                       + ", ".join(md_code(p) for p in paths[:20]) + more)
         if len(wrote) > MD_FINDINGS_CAP:
             out.append(f"- and {len(wrote) - MD_FINDINGS_CAP} more — see "
                        "results.json")
