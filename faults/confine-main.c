@@ -48,9 +48,10 @@ int main(int argc, char **argv)
 	}
 	rc = cf_apply(ops, n, &failed);
 	if (rc < 0) {
-		fprintf(stderr, "crashcheck: confine: %s '%s': %s\n",
-			cf_describe(failed), failed->a ? failed->a : "/",
-			strerror((int)-rc));
+		char msg[512];
+
+		fprintf(stderr, "crashcheck: %s\n",
+			cf_message(msg, sizeof(msg), failed, (int)-rc));
 		return 127;
 	}
 	execve(argv[1], argv + 2, environ);

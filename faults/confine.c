@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -246,4 +247,16 @@ const char *cf_describe(const struct cf_op *op)
 	case 'C': return "chdir";
 	}
 	return "step";
+}
+
+const char *cf_message(char *buf, size_t size, const struct cf_op *op, int err)
+{
+	if (!op)
+		snprintf(buf, size, "confine: %s is not a view", CF_VAR);
+	else if (op->kind == 'U' || op->kind == 'N' || op->kind == 'P')
+		snprintf(buf, size, "confine: %s: %s", cf_describe(op), strerror(err));
+	else
+		snprintf(buf, size, "confine: %s '%s': %s", cf_describe(op), op->a,
+			 strerror(err));
+	return buf;
 }

@@ -29,7 +29,11 @@ int cf_parse(char *text, struct cf_op *ops, int max);
 /* make the steps; 0, or -errno with *failed the step that failed */
 long cf_apply(const struct cf_op *ops, int n, const struct cf_op **failed);
 
-/* "overlay on '/x'": what a step does, for a message */
+/* "overlay": what a step does */
 const char *cf_describe(const struct cf_op *op);
+
+/* "confine: overlay '/x': No such file or directory" (no subject for
+ * the namespace steps), into BUF */
+const char *cf_message(char *buf, size_t size, const struct cf_op *op, int err);
 
 #endif

@@ -225,8 +225,7 @@ static void become_run(char *req, size_t len, int fds[3])
 		long rc = n < 0 ? -EINVAL : cf_apply(ops, n, &failed);
 
 		if (rc < 0)
-			cc_die("confine: %s '%s': %s", failed ? cf_describe(failed) : "view",
-			       failed && failed->a ? failed->a : "/", strerror((int)-rc));
+			cc_die("%s", cf_message(err, sizeof(err), failed, (int)-rc));
 		free(steps);
 	}
 	if (!cc_serve_settings(req, len, err, sizeof(err)))

@@ -1175,8 +1175,9 @@ static int run_program(char **argv, const char *cgroup, const char *view,
 		return W_EXITCODE(2, 0);
 	}
 	if (n == sizeof(e) && e.stage == START_VIEW) {
-		cc_warn("confine: %s '%s': %s", cf_describe(start.failed),
-			start.failed->a ? start.failed->a : "/", strerror(e.err));
+		char msg[512];
+
+		cc_warn("%s", cf_message(msg, sizeof(msg), start.failed, e.err));
 		return W_EXITCODE(127, 0);
 	}
 	if (n == sizeof(e)) {
