@@ -17,6 +17,7 @@
  *   T target        a fresh tmpfs on target
  *   B src target    src bound on target, with what is mounted below it
  *   R src target    the same, read-only all the way down
+ *   r src target    src alone (not what is mounted below it), read-only
  *   D path          a directory (one that is there already will do)
  *   V root          root becomes the root; the old one is let go
  *   C path          the working directory
@@ -101,7 +102,7 @@ int cf_parse(char *text, struct cf_op *ops, int max)
 		case 'T': case 'D': case 'V': case 'C':
 			want = 1;
 			break;
-		case 'U': case 'O': case 'B': case 'R':
+		case 'U': case 'O': case 'B': case 'R': case 'r':
 			want = 2;
 			break;
 		default:
@@ -199,6 +200,12 @@ static long apply(const struct cf_op *op)
 				  MS_BIND | MS_REMOUNT | MS_RDONLY, 0);
 		return rc;
 	}
+	case 'r':
+		rc = sys6(SYS_mount, (long)op->a, (long)op->b, 0, MS_BIND, 0);
+		if (rc < 0)
+			return rc;
+		return sys6(SYS_mount, 0, (long)op->b, 0,
+			    MS_BIND | MS_REMOUNT | MS_RDONLY, 0);
 	case 'D':
 		rc = sys6(SYS_mkdirat, AT_FDCWD, (long)op->a, 0755, 0, 0);
 		return rc == -EEXIST ? 0 : rc;
@@ -241,7 +248,7 @@ const char *cf_describe(const struct cf_op *op)
 	case 'O': return "overlay";
 	case 'T': return "tmpfs";
 	case 'B': return "bind";
-	case 'R': return "read-only bind";
+	case 'R': case 'r': return "read-only bind";
 	case 'D': return "mkdir";
 	case 'V': return "pivot_root";
 	case 'C': return "chdir";

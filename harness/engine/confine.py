@@ -160,15 +160,17 @@ def _unescape(field):
 
 
 def mounts():
-    """[(mount point, filesystem type)] of this process, in mount order."""
+    """[(mount point, filesystem type, read-only)] of this process, in
+    mount order."""
     found = []
     with open("/proc/self/mountinfo") as fh:
         for line in fh:
             left, _, right = line.partition(" - ")
             fields = left.split(" ")
-            if len(fields) < 5 or not right:
+            if len(fields) < 6 or not right:
                 continue
-            found.append((_unescape(fields[4]), right.split(" ", 1)[0]))
+            found.append((_unescape(fields[4]), right.split(" ", 1)[0],
+                          "ro" in fields[5].split(",")))
     return found
 
 
@@ -229,11 +231,16 @@ class View:
         skip = [*MACHINE, self.base, self.dir, *writable]
         lines = ["N", "P"]
         n = 0
-        for point, fstype in mounts():
+        for point, fstype, readonly in mounts():
             _check(point)
             if point != "/" and any(_under(point, s) for s in skip):
                 continue
             target = root + (point if point != "/" else "")
+            if readonly and point != "/":
+                # nothing can be written there: itself, as it is (what
+                # is mounted below it comes in its own turn)
+                lines.append(f"r\t{point}\t{target}")
+                continue
             if fstype in NO_OVERLAY or fstype.startswith("fuse") or \
                     not os.path.isdir(point):
                 lines.append(f"R\t{point}\t{target}")
@@ -244,7 +251,9 @@ class View:
             lines.append(f"O\t{target}\tlowerdir={_opt(point)},"
                          f"upperdir={_opt(upper)},workdir={_opt(work)}"
                          + self.xattr)
-        lines += [f"B\t/proc\t{root}/proc", f"R\t/sys\t{root}/sys",
+        # /sys alone: its submounts (a dozen cgroup hierarchies) cost a
+        # quarter of the view, and a program under test has no use for them
+        lines += [f"B\t/proc\t{root}/proc", f"r\t/sys\t{root}/sys",
                   f"B\t/dev\t{root}/dev"]
         shm = "/dev/shm"
         if os.path.isdir(shm) and not os.path.islink(shm) and \

@@ -28,7 +28,7 @@ from .. import ROOT, UsageError, tree_path
 from ..commands import outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif
-from . import contain, pool, realfs, runner, spec as specmod, sweep
+from . import confine, contain, pool, realfs, runner, spec as specmod, sweep
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -408,6 +408,9 @@ def pytest_configure(config):
             print(f"crashcheck: {e}", file=sys.stderr, flush=True)
             raise pytest.UsageError() from None
         try:
+            # whether the programs run confined, decided here, before the
+            # pool forks: said once where they cannot be (confine.py)
+            confine.available()
             state.enumerate()
         except (pytest.exit.Exception, KeyboardInterrupt) as e:
             # stopped while recording the baselines: the reports say so
