@@ -1815,6 +1815,10 @@ def _case_html(case, anchor=False):
             err = (err[:HTML_TEXT_CAP] + f"\n[… {len(err) - HTML_TEXT_CAP} "
                    "more characters in results.json]")
         h.append(f'<h4>stderr</h4><pre class="stderr">{esc(err)}</pre>')
+    if case.get("outside"):
+        h.append("<h4>Written outside its scratch</h4><p>confined: your "
+                 "files untouched, the writes thrown away</p><pre>"
+                 + esc("\n".join(map(str, case["outside"]))) + "</pre>")
     h.append("</div></details>")
     return "".join(h)
 
@@ -2205,6 +2209,9 @@ def _failure_text(case, defect=None):
         parts.append("trace:\n" + "\n".join(map(str, excerpt)))
     if case.get("stderr"):
         parts.append("stderr:\n" + str(case["stderr"]))
+    if case.get("outside"):
+        parts.append(outside_text(case, cap=20) + " (confined: kept from "
+                     "your files)")
     return _clean("\n\n".join(parts))
 
 
