@@ -98,12 +98,18 @@ def no_views_left():
 COPY = 'cp "$1" "$0"; '
 
 
-def test_a_write_to_an_absolute_path_outside_lands_nowhere(tmp_path, users):
+@pytest.mark.parametrize("how", [(), ("--exec-each",), ("--backend", "syscall"),
+                                 ("--backend", "syscall", "--exec-each")],
+                         ids=["preload-served", "preload-exec",
+                              "syscall-served", "syscall-exec"])
+def test_a_write_to_an_absolute_path_outside_lands_nowhere(tmp_path, users,
+                                                           how):
+    """Under both backends, each run exec'd or forked by its server."""
     before = snapshot(users)
     victim = users / "thesis.tex"
     made = users / "new-file"
     proc, cases = audit(tmp_path, COPY + f"echo gone > '{victim}'; "
-                        f"echo x > '{made}'", faults="baseline,eio")
+                        f"echo x > '{made}'", *how, faults="baseline,eio")
     assert snapshot(users) == before
     if ROOT_USER:
         base = baseline(cases)
@@ -113,6 +119,36 @@ def test_a_write_to_an_absolute_path_outside_lands_nowhere(tmp_path, users):
         assert "## Written outside the scratch" in md
         assert f"`{shown(victim)}`" in md
         assert "OUTSIDE" in proc.stdout
+        # the fault cases too, not the baseline alone: each names the
+        # write, or its stderr says the write failed (a persistent
+        # fault also hit the shell's open of it)
+        faulted = [c for c in cases if c["kind"] == "eio"]
+        assert faulted
+        for c in faulted:
+            assert shown(victim) in c["outside"] or str(victim) in \
+                c["stderr"], (c["id"], c["outside"], c["stderr"])
+
+
+def test_a_bad_confinement_setting_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [str(CRASHCHECK), "audit", "--faults", "baseline", "--out",
+         str(tmp_path / "out"), "--", "cp", "{new}", "{target}"], cwd=ROOT,
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, CRASHCHECK_CONFINE="maybe"))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "crashcheck: CRASHCHECK_CONFINE: 'maybe' is not one of auto, on, off"]
+
+
+def test_confinement_turned_off_lets_the_write_through(tmp_path, users,
+                                                       monkeypatch):
+    """CRASHCHECK_CONFINE=off, for debugging: the program sees and changes
+    the machine as it is (here a directory of this test's), and nothing
+    is named."""
+    monkeypatch.setenv(confine.ENV_MODE, "off")
+    proc, cases = audit(tmp_path, COPY + f"echo x > '{users}/through'")
+    assert (users / "through").read_bytes() == b"x\n"
+    assert all(c["outside"] == [] for c in cases)
 
 
 def test_a_removal_outside_removes_nothing(tmp_path, users):
