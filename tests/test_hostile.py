@@ -269,3 +269,30 @@ def test_the_runner_names_each_kind_of_change(tmp_path, users):
         assert not (users / "w").exists() and not (users / "d").exists()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_without_confinement_it_says_so_once_and_goes_on(tmp_path, monkeypatch,
+                                                         capsys):
+    """Where no view can be made (here: the helper is not built), one
+    line says why, once, and the program runs as it would have."""
+    monkeypatch.setattr(confine, "HELPER", tmp_path / "no-such-helper")
+    monkeypatch.setattr(confine, "_checked", None)
+    monkeypatch.setattr(confine, "_said", False)
+    monkeypatch.setattr(confine, "_view", {})
+    scratch = runner.make_scratch()
+    try:
+        for _ in range(2):
+            run = runner.run(["sh", "-c", "echo ok"], cwd=str(scratch),
+                             preload=False, confine=[str(scratch)])
+            assert run.status == 0 and run.stdout == b"ok\n"
+            assert run.outside == []
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"crashcheck: programs run unconfined: the confine "
+                       f"helper is not built: {tmp_path / 'no-such-helper'} "
+                       "(run 'make') (see 'Confinement' in docs/guide.md)"]
+        monkeypatch.setenv(confine.ENV_MODE, "on")
+        with pytest.raises(confine.ConfineError):
+            runner.run(["true"], cwd=str(scratch), preload=False,
+                       confine=[str(scratch)])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
