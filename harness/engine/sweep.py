@@ -1970,8 +1970,11 @@ def eintr_possible(faulted, workdir):
     SA_RESTART (the trace's "intr", faults/record.c); True when one of
     them says otherwise or the trace does not say."""
     base = str(workdir).rstrip("/") + "/"
+    # a full disk's failed calls stand for its faults with "fault": true
+    # (full_disk_faults), which name no action
     hits = [r for r in trace.calls(faulted)
-            if (r.get("fault") or {}).get("action") == "EINTR"]
+            if isinstance(r.get("fault"), dict)
+            and r["fault"].get("action") == "EINTR"]
     if not hits:
         return True
     for r in hits:
