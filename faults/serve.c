@@ -29,7 +29,10 @@
  * A variable CRASHCHECK_CGROUP=DIR in a request is not the program's: the
  * child moves itself into the cgroup DIR first, before the program can
  * start anything, so that all it starts is in the harness's box for the
- * run (harness/engine/contain.py).
+ * run (harness/engine/contain.py). Nor is CRASHCHECK_VIEW=STEPS: the
+ * child makes that view of the machine (confine.c) after joining the
+ * cgroup and before it takes the request's directory, so that the
+ * program starts confined, as the confine helper would start it.
  *
  * End of file on the socket (the harness is done with this program, or
  * gone) ends the server; during a run it first kills the run's process
@@ -58,6 +61,7 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "confine.h"
 
 static int serve_fd = -1;
 
@@ -114,6 +118,7 @@ static void join_cgroup(const char *dir)
 }
 
 #define CGROUP_VAR "CRASHCHECK_CGROUP="
+#define VIEW_VAR CF_VAR "="
 
 bool cc_serve_stdio(int fds[3])
 {
@@ -137,14 +142,25 @@ bool cc_serve_stdio(int fds[3])
 	return ok;
 }
 
-const char *cc_serve_cgroup(char *req, size_t len)
+/* the value of the request's variable NAME= ("CRASHCHECK_CGROUP="), or NULL */
+static const char *request_var(char *req, size_t len, const char *name)
 {
 	char *end = req + len;
 
 	for (char *p = req + strlen(req) + 1; p < end; p += strlen(p) + 1)
-		if (!strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)))
-			return p + strlen(CGROUP_VAR);
+		if (!strncmp(p, name, strlen(name)))
+			return p + strlen(name);
 	return NULL;
+}
+
+const char *cc_serve_cgroup(char *req, size_t len)
+{
+	return request_var(req, len, CGROUP_VAR);
+}
+
+const char *cc_serve_view(char *req, size_t len)
+{
+	return request_var(req, len, VIEW_VAR);
 }
 
 bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
@@ -160,7 +176,8 @@ bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
 		char *eq = strchr(p, '=');
 		int rc;
 
-		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)))
+		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)) ||
+		    !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
 			continue;
 		if (eq) {
 			*eq = '\0';
@@ -186,7 +203,7 @@ bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
  */
 static void become_run(char *req, size_t len, int fds[3])
 {
-	const char *cgroup;
+	const char *cgroup, *view;
 	char err[256];
 
 	if (!cc_serve_stdio(fds))
@@ -199,6 +216,18 @@ static void become_run(char *req, size_t len, int fds[3])
 		join_cgroup(cgroup);
 	if (setsid() < 0)
 		cc_die("fork server: setsid: %s", strerror(errno));
+	view = cc_serve_view(req, len);
+	if (view) {
+		static struct cf_op ops[CF_MAX_OPS];
+		const struct cf_op *failed = NULL;
+		char *steps = strdup(view);
+		int n = steps ? cf_parse(steps, ops, CF_MAX_OPS) : -1;
+		long rc = n < 0 ? -EINVAL : cf_apply(ops, n, &failed);
+
+		if (rc < 0)
+			cc_die("%s", cf_message(err, sizeof(err), failed, (int)-rc));
+		free(steps);
+	}
 	if (!cc_serve_settings(req, len, err, sizeof(err)))
 		cc_die("fork server: %s", err);
 }

@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include "sv.h"
+#include "../confine.h"
 
 #ifndef __x86_64__
 #error "the syscall backend follows x86_64 system calls only"
@@ -866,17 +867,21 @@ static struct start {
 	char **argv, **envp;
 	struct sock_fprog filter;
 	char *cgroup_procs;	/* a served run's cgroup.procs to join, or NULL */
+	struct cf_op *view;	/* a served run's view (confine.h), parsed */
+	int view_ops;		/* its steps, 0 = not confined */
+	const struct cf_op *failed;	/* the step of the view that failed */
 	int go, report;		/* the child's ends of the two pipes */
 	int go_ours, report_ours;	/* the supervisor's ends: closed in the child */
 } start;
 
 /* what the child reports when it could not start the program */
 struct start_error {
-	int stage;		/* START_EXEC or START_CGROUP */
+	int stage;		/* START_EXEC, START_CGROUP or START_VIEW */
 	int err;		/* an errno */
 };
 #define START_EXEC 0		/* the filter, or the exec */
 #define START_CGROUP 1		/* joining the run's cgroup */
+#define START_VIEW 2		/* making the run's view (confine.c) */
 
 static int child(void *arg)
 {
@@ -906,6 +911,12 @@ static int child(void *arg)
 			err = 0;
 		else
 			e.stage = START_CGROUP;
+	}
+	if (!err && s->view_ops) {
+		/* confined before anything of the program's runs */
+		err = cf_apply(s->view, s->view_ops, &s->failed);
+		if (err)
+			e.stage = START_VIEW;
 	}
 	if (!err)
 		err = raw(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0);
@@ -983,7 +994,8 @@ static bool tasks_left(void)
  * the socket is watched; a program that is not there is said to the
  * harness instead ("fail ..."), and the answer is -1.
  */
-static int run_program(char **argv, const char *cgroup, bool served)
+static int run_program(char **argv, const char *cgroup, const char *view,
+		       bool served)
 {
 	int go[2], report[2], status = 0, main_status = 0;
 	struct start_error e;
@@ -1016,6 +1028,24 @@ static int run_program(char **argv, const char *cgroup, bool served)
 	start.cgroup_procs = NULL;
 	if (cgroup && asprintf(&start.cgroup_procs, "%s/cgroup.procs", cgroup) < 0)
 		cc_die("supervise: out of memory");
+	start.view_ops = 0;
+	start.failed = NULL;
+	if (view) {
+		/* parsed here: the child makes no library call */
+		static struct cf_op ops[CF_MAX_OPS];
+		static char *steps;
+
+		free(steps);
+		steps = strdup(view);
+		if (!steps)
+			cc_die("supervise: out of memory");
+		start.view_ops = cf_parse(steps, ops, CF_MAX_OPS);
+		if (start.view_ops < 0) {
+			cc_serve_say("fail %s is not a view", CF_VAR);
+			return -1;
+		}
+		start.view = ops;
+	}
 
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0)
 		cc_die("supervise: pipe: %s", strerror(errno));
@@ -1144,6 +1174,12 @@ static int run_program(char **argv, const char *cgroup, bool served)
 		cc_warn("supervise: join cgroup '%s': %s", cgroup, strerror(e.err));
 		return W_EXITCODE(2, 0);
 	}
+	if (n == sizeof(e) && e.stage == START_VIEW) {
+		char msg[512];
+
+		cc_warn("%s", cf_message(msg, sizeof(msg), start.failed, e.err));
+		return W_EXITCODE(127, 0);
+	}
 	if (n == sizeof(e)) {
 		cc_warn("cannot run %s: %s", prog_name, strerror(e.err));
 		return W_EXITCODE(e.err == ENOENT ? 127 : 126, 0);
@@ -1223,7 +1259,8 @@ static void __attribute__((noreturn)) serve(char **argv)
 		fcntl(serve_fd, F_SETFL, flags | O_ASYNC);
 		if (poll(&(struct pollfd){ serve_fd, POLLIN, 0 }, 1, 0) > 0)
 			_exit(0);
-		status = run_program(argv, cc_serve_cgroup(req, (size_t)len), true);
+		status = run_program(argv, cc_serve_cgroup(req, (size_t)len),
+				     cc_serve_view(req, (size_t)len), true);
 		fcntl(serve_fd, F_SETFL, flags);
 		if (status < 0)
 			continue;	/* said: "fail" */
@@ -1261,5 +1298,5 @@ int main(int argc, char **argv)
 	if (serve_fd >= 0)
 		serve(argv);
 	cc_env_read(false);
-	exit_like(run_program(argv, NULL, false));
+	exit_like(run_program(argv, NULL, NULL, false));
 }

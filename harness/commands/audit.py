@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from pathlib import Path
 
 from .. import UsageError, command_name, results_root
@@ -44,6 +45,39 @@ DEFAULT_TIMEOUT = 10.0
 
 PLACEHOLDERS = ("{target}", "{new}")
 _NAME_BAD = re.compile(r"[^a-z0-9_-]+")
+
+
+# A reproduce command longer than this (bytes) is written once, into
+# REPRODUCE_SCRIPT in the output directory, and each case's reproduce
+# line runs that script with the case's id: an audit of a program with
+# long arguments (19 of 100 KB) put them in every case's line of every
+# report, 155 MB of them.
+LONG_COMMAND = 4096
+REPRODUCE_SCRIPT = "reproduce.sh"
+
+
+def write_script(out, rerun, program):
+    """The name (relative to the working directory where it lies below
+    it) of OUT/REPRODUCE_SCRIPT, made to rerun one case of the audit,
+    its id the script's argument; None when the command is short."""
+    whole = shell_join(list(rerun) + ["--case", "ID", "--"] + list(program))
+    if len(whole.encode("utf-8", "surrogateescape")) <= LONG_COMMAND:
+        return None
+    path = Path(out) / REPRODUCE_SCRIPT
+    rerun = list(rerun)
+    if "/" in rerun[0]:
+        rerun[0] = os.path.abspath(rerun[0])    # run from anywhere
+    text = ("#!/bin/sh\n"
+            "# crashcheck: reruns one case of this audit alone: "
+            "sh reproduce.sh CASE-ID\n"
+            "[ $# -eq 1 ] || { echo \"usage: sh $0 CASE-ID\" >&2; exit 2; }\n"
+            "exec " + shell_join(list(rerun)) + ' --case "$1" -- '
+            + shell_join(list(program)) + "\n")
+    path.write_text(text, errors="surrogateescape")
+    path.chmod(0o755)
+    shown = os.path.abspath(path)
+    rel = os.path.relpath(shown)
+    return rel if not rel.startswith("..") else shown
 
 
 def inputs_again(desc, directory):
@@ -159,18 +193,54 @@ def resolve_program(name, what):
 
 
 def read_input(option, name):
-    """A user's content file, read (never written), with its problem named."""
+    """A user's content file, read (never written), with its problem named.
+    Opened without blocking, so that a FIFO nobody writes into is refused
+    rather than waited on, and read by its size, so that a small file
+    costs a small buffer (a limited address space has no 64 MiB to spare)."""
     path = Path(name)
     if path.is_dir():
         raise UsageError(f"{option}: '{name}' is a directory")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SIZE + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise UsageError(f"{option}: cannot read '{name}': {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{option}: '{name}' is not a regular file"
+                             f" ({_file_kind(st.st_mode)})")
+        if st.st_size > MAX_SIZE:
+            raise UsageError(f"{option}: '{name}' is larger than "
+                             f"{MAX_SIZE >> 20} MiB")
+        chunks, got = [], 0
+        while got <= MAX_SIZE:
+            chunk = os.read(fd, min(max(st.st_size - got, 0) + 1,
+                                    MAX_SIZE + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise UsageError(f"{option}: cannot read '{name}': {e.strerror}") from None
+    except MemoryError:
+        raise UsageError(f"{option}: not enough memory to read '{name}' "
+                         f"({st.st_size} bytes)") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_SIZE:
         raise UsageError(f"{option}: '{name}' is larger than {MAX_SIZE >> 20} MiB")
     return data
+
+
+def _file_kind(mode):
+    """"a FIFO", "a character device"...: what a file that is not a
+    regular file is."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def target_arg(text):
@@ -235,6 +305,9 @@ def rerun_argv(args):
         argv.append("--home")
     if args.scratch_limit is not None:
         argv += ["--scratch-limit", args.scratch_limit]
+    # and where: a case the scratch had no room for reruns in the same
+    if args.scratch is not None:
+        argv += ["--scratch", args.scratch]
     if args.sample != str(sweep.SAMPLE):
         argv += ["--sample", args.sample]
     if args.exhaustive:
@@ -308,6 +381,13 @@ def cmd_audit(args):
     rerun = rerun_argv(args)
     command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
                          + ["--"] + program)
+    if len(command) > LONG_COMMAND:
+        # shown once at the top of every report: its program and the
+        # number of its arguments, the whole in REPRODUCE_SCRIPT
+        command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
+                             + ["--", program[0]]) + \
+            f" ... ({len(program) - 1} arguments, {len(command)} bytes in " \
+            f"all: see {REPRODUCE_SCRIPT})"
     # Every option is checked (pytest_args) before anything is written.
     out = runcmd.out_path(args, default)
     if tree and args.old_dir is not None:
@@ -325,7 +405,10 @@ def cmd_audit(args):
             (inputs / OLD_FILE).write_bytes(old)
         desc = {
             "name": name,
-            "description": f"audit of {shell_join(program)}",
+            "description": f"audit of {shell_join(program)}"
+            if len(shell_join(program)) <= LONG_COMMAND else
+            f"audit of {shell_join(program[:1])} and {len(program) - 1} "
+            "arguments",
             "command": [exe] + program[1:],
             "contract": contract,
             "check": check,
@@ -342,6 +425,7 @@ def cmd_audit(args):
             "new_file": None if args.new is None
             else os.path.abspath(args.new),
             "home": bool(args.home),
+            "script": write_script(out, rerun, program),
         }
         with open(inputs / SPEC_FILE, "w") as fh:
             json.dump(desc, fh, indent=1)

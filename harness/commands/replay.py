@@ -52,11 +52,36 @@ def find_case(case_id, results_path):
             raise UsageError(f"cannot read {path}: {e.strerror}") from None
         except ValueError as e:
             raise UsageError(f"cannot read {path}: {e}") from None
-        for case in data.get("cases", []):
+        _check_results(data, path)
+        for case in data["cases"]:
             if case.get("id") == case_id:
-                return case, data.get("summary", {}), path
+                return case, data.get("summary") or {}, path
     where = " or ".join(str(p) for p in candidates)
     raise UsageError(f"no case '{case_id}' in {where}")
+
+
+def _check_results(data, path):
+    """UsageError unless DATA has the shape of a results.json: an object
+    whose cases are a list of objects and whose summary (and its run) are
+    objects."""
+    def bad(what):
+        raise UsageError(f"--results: '{path}' is not a crashcheck "
+                         f"results.json ({what})")
+    if not isinstance(data, dict):
+        bad(f"a JSON {type(data).__name__.replace('dict', 'object')}, "
+            "not an object")
+    if not isinstance(data.get("cases"), list):
+        bad("no 'cases' list")
+    if not all(isinstance(c, dict) for c in data["cases"]):
+        bad("a case that is not an object")
+    summary = data.get("summary")
+    if summary is not None and not isinstance(summary, dict):
+        bad("'summary' is not an object")
+    run = (summary or {}).get("run")
+    if run is not None and not isinstance(run, dict):
+        bad("'summary.run' is not an object")
+    if run and not isinstance(run.get("specs", []), list):
+        bad("'summary.run.specs' is not a list")
 
 
 def spec_for(case, summary, results_path):

@@ -10,6 +10,8 @@ into ours.
 
 import os
 import signal
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
@@ -315,14 +317,45 @@ def fs_args(args):
     return ["--cc-fs", fs]
 
 
+class _NoExitLine:
+    """sys.stderr, less the line pytest writes itself when the session
+    is ended by pytest.exit before its first case (plugin._terminated on
+    SIGTERM during the baselines): "Exit: terminated by signal 15". The
+    console has said INTERRUPTED already, in our words."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        if text.startswith("Exit: terminated by signal ") or \
+                text.startswith("Exit: interrupted"):
+            return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _no_exit_line():
+    saved = sys.stderr
+    sys.stderr = _NoExitLine(saved)
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+
+
 def sweep(argv, out):
     """Run pytest, its reports into OUT (claimed: outdir.claim); map its
-    status to ours: 0 clean, 1 findings, 2 usage, 130 interrupted (^C),
+    status to ours: 0 clean, 1 findings, 2 usage (or a case that
+    crashcheck's scratch had no room for), 130 interrupted (^C),
     128+N ended by signal N (plugin._terminated), 3 anything else
     (pytest's internal error)."""
     import pytest
     try:
-        status = pytest.main(argv)
+        with _no_exit_line():
+            status = pytest.main(argv)
     finally:
         outdir.release(out, refused=False)
     if status == PYTEST_USAGE:
@@ -332,7 +365,9 @@ def sweep(argv, out):
     if status in (PYTEST_OK, PYTEST_NO_TESTS):
         return 0
     if status == PYTEST_FAILED:
-        return 1
+        from ..engine import plugin
+        # a case stopped by crashcheck's own scratch: a setup error
+        return 2 if plugin.SCRATCH_SHORT else 1
     if status == PYTEST_USAGE:
         return 2
     if status == PYTEST_INTERRUPTED:

@@ -34,6 +34,8 @@ class AuditSpec(Spec):
     program: tuple = ()                 # the program and arguments as typed
     size_in_id: bool = False            # one size only: case ids omit it
     start_dir: Path | None = None       # a tree's start (inputs/start)
+    script: str | None = None           # a long command's reproduce script
+                                        # (commands/audit.py, write_script)
 
     def _subst(self, argv, target, new):
         return [a.replace("{target}", str(target)).replace("{new}", str(new))
@@ -53,6 +55,10 @@ class AuditSpec(Spec):
         return _read_inputs(self.inputs, self.old == "absent")
 
     def reproduce_command(self, case_id):
+        if self.script is not None:
+            # the long command once, in the script: not in every case's
+            # line of every report
+            return shell_join(["sh", self.script, case_id])
         return shell_join(list(self.rerun) + ["--case", case_id, "--"]
                           + list(self.program))
 
@@ -110,7 +116,7 @@ def load(path):
             check=tuple(d["check"]) if d["check"] else None,
             sizes=(d["size"],), old=d["old"], timeout=float(d["timeout"]),
             target=d["target"], inputs=path.parent, rerun=tuple(d["rerun"]),
-            program=tuple(d["program"]),
+            program=tuple(d["program"]), script=d.get("script"),
             start_dir=path.parent / START_DIR if d["contract"] == "tree"
             else None)
     except OSError as e:

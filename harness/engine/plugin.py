@@ -28,7 +28,8 @@ from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
-from . import contain, pool, realfs, runner, spec as specmod, sweep
+from . import (confine, contain, pool, realfs, runner, spec as specmod,
+               sweep)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -126,7 +127,15 @@ def settings_from(config):
     if scratch:
         runner.set_scratch_base(scratch)
     jobs = _jobs(config)
+    rerun = []
+    if scratch:
+        rerun += ["--scratch", scratch]
+    if config.getoption("--cc-scratch-limit") is not None:
+        rerun += ["--scratch-limit", str(config.getoption("--cc-scratch-limit"))]
+    if config.getoption("--cc-home"):
+        rerun.append("--home")
     return sweep.Settings(
+        rerun=tuple(rerun),
         scratch_limit=config.getoption("--cc-scratch-limit"),
         home=config.getoption("--cc-home"),
         out=Path(config.getoption("--cc-out")).resolve(),
@@ -337,6 +346,22 @@ def _enabled(config):
     return bool(config.getoption("--cc-spec") or config.getoption("--cc-audit"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_keyboard_interrupt(excinfo):
+    """^C or SIGTERM: the reports and the console say INTERRUPTED in one
+    line of ours; pytest's own account of where the interrupt struck
+    ("pool.py:199: KeyboardInterrupt (to show a full traceback ...",
+    "!!!! _pytest.outcomes.Exit ...") is pytest's internals, not the
+    user's, and goes. Its terminal reporter keeps it to print at the
+    end: this session's reporter prints nothing of it."""
+    config = _STATE.get("config")
+    if config is None or not _enabled(config):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+        reporter._report_keyboardinterrupt = lambda: None
+
+
 def _terminated(signum, frame):
     """SIGTERM (a CI job cancelled) or SIGHUP stops a sweep as ^C does. A
     SystemExit raised inside a case would be that case's failure, and
@@ -367,6 +392,7 @@ def pytest_configure(config):
     state = Sweep(config)
     config._crashcheck = state
     _STATE["sweep"] = state
+    _STATE["config"] = config
     contain.own_process()
     if state.settings.fs is not None:
         real_mode(state.settings.fs)
@@ -382,6 +408,9 @@ def pytest_configure(config):
             print(f"crashcheck: {e}", file=sys.stderr, flush=True)
             raise pytest.UsageError() from None
         try:
+            # whether the programs run confined, decided here, before the
+            # pool forks: said once where they cannot be (confine.py)
+            confine.available()
             state.enumerate()
         except (pytest.exit.Exception, KeyboardInterrupt) as e:
             # stopped while recording the baselines: the reports say so
@@ -707,7 +736,18 @@ def write_reports(config, state, results, interrupted):
         outdir.prune_cases(out, {Path(r["dir"]).name for r in results
                                  if r.get("dir")})
     state.results, state.not_caught, state.meta = results, not_caught, meta
+    global SCRATCH_SHORT
+    SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
+                        r.get("explanation") == sweep.SCRATCH_WHY
+                        for r in results)
     return not_caught
+
+
+# a case of the session could not be recorded within crashcheck's own
+# scratch (its room or --scratch-limit): the machine's to mend, not the
+# program's, and the command exits 2 as for a scratch too small at the
+# start (commands/run.py's sweep)
+SCRATCH_SHORT = False
 
 
 def _interrupted(session, exitstatus, state):
@@ -796,6 +836,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         counts += (f", {plural(len(state.not_caught), 'variant')} not "
                    "caught")
     tw.line(counts)
+    if SCRATCH_SHORT:
+        n = sum(1 for r in state.results if r["verdict"] == "harness-error"
+                and r.get("explanation") == sweep.SCRATCH_WHY)
+        tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
+                "within crashcheck's scratch (exit 2): give it more room, "
+                "--scratch-limit SIZE or --scratch DIR on a larger file system")
     caught = s.get("caught", 0)
     if caught and not failed and not rerun:
         tw.line(f"crashcheck: {'all ' if caught > 1 else ''}{caught} "

@@ -421,6 +421,22 @@ class Disk:
         while self._mounted:
             _umount(self._mounted[-1])
             self._mounted.pop()
+        self._released()
+
+    def _released(self, seconds=5.0):
+        """Wait until the filesystem is gone from the kernel, not only
+        from our mount table: a confined run's mount namespace held a
+        copy of its mount (harness/engine/confine.py), and the kernel may
+        let go of that a moment after the run's last process is reaped.
+        Mounted again before then, the device gives back the old
+        superblock, shut down (EIO). /sys/fs/FS/DEV lives as long as the
+        superblock does (ext4, XFS)."""
+        if self.dev is None:
+            return
+        gone = os.path.join("/sys/fs", self.fs, os.path.basename(self.dev))
+        deadline = time.monotonic() + seconds
+        while os.path.exists(gone) and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def _detach(self):
         if self._lfd is not None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT, UsageError
-from . import backend as backend_mod, contain, sanitizers, timelimit
+from . import backend as backend_mod, confine as confine_mod, contain, \
+    sanitizers, timelimit
 
 FAULT_LIB = ROOT / "faults" / "libcrashcheck.so"
 FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
@@ -42,7 +43,8 @@ RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
             "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL",
             "CRASHCHECK_LIMIT", "CRASHCHECK_NOTE")
-OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN)
+OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN,
+                       confine_mod.VIEW_VAR)
 
 
 class SetupError(UsageError):
@@ -147,6 +149,10 @@ class Run:
     # processes the program started that were still running when it
     # ended, each "pid N (command line)", killed then (contain.Box)
     outlived: list = field(default_factory=list)
+    # what a confined run wrote, made or removed outside its scratch,
+    # each "~/.augeas/history" or "/etc/x (removed)": kept from the real
+    # tree, and thrown away (confine.View.outside)
+    outside: list = field(default_factory=list)
 
     @property
     def skipped(self):
@@ -255,7 +261,7 @@ def _read_capped(fh, cap):
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
         passthrough=False, trace_from=None, trace_full=None, limit=None,
-        note=None, extra=None, backend="preload"):
+        note=None, extra=None, backend="preload", confine=None):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own) and a
@@ -269,7 +275,11 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
     inject and trace), and the Run's stdout and stderr are empty. backend
     "syscall" runs it under the system-call supervisor instead of the
     preloads (harness/engine/backend.py), in the same box; preload False
-    runs it bare.
+    runs it bare. confine: the directories the program may change (its
+    scratch); it runs confined to them where the machine allows
+    (harness/engine/confine.py), and Run.outside names what it wrote
+    elsewhere. None: unconfined (the CLI's inject and trace, which run a
+    program on the user's own files).
     """
     run_argv = argv
     if preload:
@@ -289,6 +299,25 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         env = dict(os.environ if env is None else env)
         name, token = contain.run_env()
         env[name] = token
+    view = None
+    if confine is not None:
+        steps, view = confine_mod.prepare(confine, cwd)
+        if steps is not None:
+            env[confine_mod.VIEW_VAR] = steps
+            run_argv = [str(confine_mod.HELPER),
+                        _program_file(run_argv[0], cwd, env), *run_argv]
+    try:
+        run = _run(argv, run_argv, cwd, env, stdin, passthrough, timeout,
+                   trace, preload, backend)
+    finally:
+        # read and thrown away, whatever became of the run
+        outside = confine_mod.finish(view)
+    run.outside = outside
+    return run
+
+
+def _run(argv, run_argv, cwd, env, stdin, passthrough, timeout, trace,
+         preload, backend):
     box = contain.Box()
     with _capture_file("stdout") as out, _capture_file("stderr") as err:
         start = time.monotonic()
@@ -343,6 +372,18 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
                         timeout)
 
 
+def _program_file(argv0, cwd, env):
+    """The file the confine helper execs for ARGV0, as exec would find
+    it: a name with a slash as it is (the helper is in CWD by then), else
+    looked up in the PATH of ENV."""
+    if "/" in argv0:
+        return argv0
+    path = shutil.which(argv0, path=env.get("PATH", os.defpath))
+    if path is None:
+        raise SetupError(f"program not found: {argv0}")
+    return path
+
+
 def _limited(run, timeout):
     """RUN with what its timelimit.Limit saw when it struck (Run.extra
     "limit_state": what the run was doing), when it had one."""
@@ -389,8 +430,35 @@ def _check_program(argv0, cwd, env):
         raise SetupError(f"program not executable: {argv0}")
 
 
+# Seconds a start that finds no process left (EAGAIN: the user's process
+# or thread limit, all taken by another case's program, say a fork bomb)
+# is tried again for: that program is killed at its time limit or its
+# end, and the processes come back.
+START_RETRY = 15.0
+
+
+def _starting(start):
+    """START() (a spawn), tried again with growing pauses for up to
+    START_RETRY seconds while it fails with EAGAIN."""
+    deadline = time.monotonic() + START_RETRY
+    pause = 0.01
+    while True:
+        try:
+            return start()
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 def _cannot_start(argv, e):
     """The one-line SetupError for the OSError starting argv gave."""
+    if isinstance(e, BlockingIOError):
+        return SetupError(f"cannot run {argv[0]}: no process left to start "
+                          f"it in for {START_RETRY:g} s (the user's process "
+                          "limit, ulimit -u, taken by other programs: a "
+                          "program under test that forks without end?)")
     if isinstance(e, FileNotFoundError):
         return SetupError(f"program not found: {argv[0]}")
     if isinstance(e, PermissionError):
@@ -401,8 +469,8 @@ def _cannot_start(argv, e):
 
 def _popen(argv, cwd, env, **streams):
     try:
-        return subprocess.Popen(argv, cwd=cwd, env=env,
-                                start_new_session=True, **streams)
+        return _starting(lambda: subprocess.Popen(
+            argv, cwd=cwd, env=env, start_new_session=True, **streams))
     except OSError as e:
         raise _cannot_start(argv, e) from None
 
@@ -456,9 +524,9 @@ def _spawn(argv, cwd, env, out_fd, err_fd, extra=()):
             path = shutil.which(path, path=env.get("PATH", os.defpath))
             if path is None:
                 raise SetupError(f"program not found: {argv[0]}")
-        pid = os.posix_spawn(path, argv, env, file_actions=actions,
-                             setsid=True, setsigmask=(),
-                             setsigdef=_SPAWN_DEFAULT_SIGNALS)
+        pid = _starting(lambda: os.posix_spawn(
+            path, argv, env, file_actions=actions, setsid=True,
+            setsigmask=(), setsigdef=_SPAWN_DEFAULT_SIGNALS))
     except OSError as e:
         raise _cannot_start(argv, e) from None
     finally:
@@ -718,10 +786,11 @@ class ForkServer:
 
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             shared=None, timeout=10.0, trace_from=None, trace_full=None,
-            limit=None, note=None, extra=None):
+            limit=None, note=None, extra=None, confine=None):
         """One run, as run() would make it with these settings. EXTRA
         variables are set in the run; the server's own environment is
-        the caller's."""
+        the caller's. confine: as run()'s (the child makes the view:
+        faults/serve.c)."""
         if self._sock is None:
             raise ServerUnavailable("the fork server is closed")
         settings = {"CRASHCHECK_PLAN": plan or None, "CRASHCHECK_TRACE": trace,
@@ -735,6 +804,21 @@ class ForkServer:
                     "CRASHCHECK_NOTE": note}
         assert set(settings) == set(RUN_VARS)
         settings.update(extra or {})
+        view = None
+        if confine is not None:
+            steps, view = confine_mod.prepare(confine, cwd)
+            if steps is not None:
+                # not a variable of the program's either: the child
+                # makes the view before the program goes on
+                settings[confine_mod.VIEW_VAR] = steps
+        try:
+            run = self._run(settings, cwd, trace, timeout)
+        finally:
+            outside = confine_mod.finish(view)
+        run.outside = outside
+        return run
+
+    def _run(self, settings, cwd, trace, timeout):
         box = contain.Box()
         if box.cgroup is not None:
             # not a variable of the program's: the child joins it first

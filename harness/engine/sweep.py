@@ -22,6 +22,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -31,7 +32,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import INSTALLED, ROOT, calls, coords, command_name
+from .. import INSTALLED, ROOT, UsageError, calls, coords, command_name
 from . import (backend as backend_mod, fullfs, pool, realfs, runner,
                timelimit, trace)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
@@ -88,6 +89,8 @@ class Settings:
     keep: bool = False                          # keep every case's scratch
     scratch_limit: int | None = None            # bytes a run's snapshots may take
     home: bool = False                          # each run its own HOME
+    rerun: tuple = ()                           # options a reproduce command carries
+                                                # (--scratch, --scratch-limit, --home as given)
     timeout: float | None = None                # overrides the specs' timeouts
     all_calls: bool = False                     # fault calls outside the scratch too
     fork_server: bool = True                    # fault cases forked, not exec'd
@@ -247,8 +250,9 @@ def build_start(dest, old_dir, setup, timeout, copy_label="old_dir",
         else:
             partial.mkdir(parents=True)
         if setup:
+            # confined like the program: it may change only what it sets up
             run = runner.run(setup, cwd=partial, preload=False,
-                             timeout=timeout)
+                             timeout=timeout, confine=[partial])
             if run.timed_out or run.status != 0:
                 how = (f"ran past {timeout:g} s" if run.timed_out else
                        f"killed by signal {run.signal}" if run.signal else
@@ -613,7 +617,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                    shared=os.path.join(sdir, "shared"), timeout=limit,
                    trace_from=trace_from, trace_full=trace_full,
                    limit=settings.scratch_limit if settings else None,
-                   note=os.path.join(sdir, NOTE), extra=extra)
+                   note=os.path.join(sdir, NOTE), extra=extra,
+                   confine=[sdir])
 
     def lay_out(lay=True):
         try:
@@ -731,12 +736,15 @@ def reclaim(path):
 
 
 def _full_text(path, e):
-    """The finding of a scratch with no room left at PATH."""
+    """The finding of a scratch with no room for a run at PATH: what is
+    left there is said as what it is, less than the run needed (a
+    write of more than is left fails with space to spare)."""
     try:
-        left = f", {size_text(runner.free_bytes(path))} left"
+        left = (f"; {size_text(runner.free_bytes(path))} left there, too "
+                "little for this run's files")
     except OSError:
         left = ""
-    return (f"crashcheck's scratch is full: {e.strerror} under "
+    return (f"crashcheck's scratch has no room: {e.strerror} under "
             f"'{runner.scratch_base()}'{left} (free space there, or give "
             f"--scratch DIR on a larger file system)")
 
@@ -1157,6 +1165,10 @@ def _guarded(job, item):
     a pool gives (harness/engine/pool.py), in this process."""
     try:
         return job(item), None
+    except UsageError as e:
+        # a setup error (runner.SetupError) is its one line, not a
+        # traceback whose last line names the class
+        return None, str(e)
     except Exception as e:
         if stops_sweep(e):
             raise
@@ -1178,7 +1190,12 @@ def failure_line(error):
     process died) that says what went wrong: its last."""
     lines = [line.strip() for line in str(error).strip().splitlines()
              if line.strip()]
-    return lines[-1] if lines else "unknown error"
+    if not lines:
+        return "unknown error"
+    # a traceback's last line names the class: not crashcheck's own
+    last = re.sub(r"^harness(\.\w+)+\.(SetupError|UsageError|"
+                  r"ConfineError|ContainError): ", "", lines[-1])
+    return last
 
 
 def remove_work(work, refuse=False):
@@ -2061,7 +2078,8 @@ def load_run(scratch):
                      duration=info["duration"],
                      stdout=b"", stderr=info["stderr"].encode(),
                      trace_path=scratch / "trace.jsonl",
-                     outlived=info.get("outlived", []))
+                     outlived=info.get("outlived", []),
+                     outside=info.get("outside", []))
     return Outcome(run=run, scratch=scratch,
                    records=trace.load(scratch / "trace.jsonl"))
 
@@ -2122,7 +2140,7 @@ def save_run(out, how="preload", why=""):
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
-            "backend": how, "backend_why": why}
+            "outside": r.outside, "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -2332,8 +2350,10 @@ class Judge:
         limit = timeout_of(combo, self.settings)
         for name in runner.OUR_VARS:
             env.pop(name, None)
+        # confined like the program: what it writes outside the state's
+        # directory is thrown away
         run = runner.run(argv, cwd=directory, env=env, preload=False,
-                         timeout=limit)
+                         timeout=limit, confine=[directory])
         text = (run.stdout + run.stderr).decode("utf-8", "replace")
         # A checker that cannot answer says nothing about the state: the
         # case cannot be judged (never torn or lost-update for it), and
@@ -3212,16 +3232,19 @@ class Judge:
             "note": verdict.note,
             "cause": cause,
             "location": location,
-            "reproduce": on_fs(reproduce(spec, case, self.settings.backend,
-                                         self.settings.models,
-                                         self.settings.fail_on),
-                               spec, self.settings.fs),
+            "reproduce": with_rerun(on_fs(reproduce(spec, case,
+                                                    self.settings.backend,
+                                                    self.settings.models,
+                                                    self.settings.fail_on),
+                                          spec, self.settings.fs),
+                                    spec, self.settings.rerun),
             "backend": case.backend,
             "exit": {"status": run.status if run else None,
                      "signal": run.signal if run else None,
                      "timed_out": run.timed_out if run else False},
             "stderr": run.stderr_text() if run else "",
             "fired": fired,
+            "outside": list(run.outside) if run else [],
             "trace_excerpt": excerpt,
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
@@ -3582,6 +3605,17 @@ def on_fs(command, spec, fs):
     return f"{command} --fs {fs}"
 
 
+def with_rerun(command, spec, options):
+    """A reproduce COMMAND of a spec's case with the OPTIONS that decide
+    how its run goes (Settings.rerun: where its scratch is, the limit it
+    is stopped at, its HOME): a case stopped by the scratch rerun
+    without them would run elsewhere. An audit's own command carries
+    them already."""
+    if not options or getattr(spec, "reproduce_command", None) is not None:
+        return command
+    return command + " " + " ".join(shlex.quote(str(o)) for o in options)
+
+
 def safe_name(case_id):
     """A case id as a directory name: '#', '+' and '=' are fine on every
     filesystem we run on; '/' is not."""
@@ -3692,6 +3726,10 @@ def state_readme(res, crash, got, old, new, tree=False):
     else:
         lines += ["state:       the directory the run left behind",
                   f"target:      {what}"]
+    if res.get("outside"):
+        lines.append("outside:     wrote outside its scratch (confined: "
+                     "your files untouched, the writes thrown away): "
+                     + ", ".join(res["outside"]))
     if res.get("explanation"):
         lines += ["", res["explanation"]]
     lines += ["", f"reproduce:   {res['reproduce']}"]

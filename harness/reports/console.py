@@ -3,8 +3,9 @@
 the first sentence of its explanation under its FINDING line."""
 
 import re
+from collections import defaultdict
 
-from .summary import defect_cases, status
+from .summary import defect_cases, outside, outside_text, status
 from .words import plural
 
 # up to the first full stop followed by a space or the end: not the dot of
@@ -69,6 +70,16 @@ def console_lines(cases, summary, per_defect=10):
                 lines.append(f"  why: {why}")
             if c.get("reproduce"):
                 lines.append(f"  reproduce: {c['reproduce']}")
+    # grouped by what was written: a program that writes its history
+    # file in every case is one line
+    groups = defaultdict(list)
+    for c in outside(cases):
+        groups[tuple(c["outside"])].append(c["id"])
+    for paths, ids in sorted(groups.items(), key=lambda g: min(g[1])):
+        lines.append(f"OUTSIDE {plural(len(ids), 'case')} (e.g. "
+                     f"{min(ids)}): "
+                     + outside_text({"outside": list(paths)})
+                     + " (confined: your files untouched)")
     return lines
 
 

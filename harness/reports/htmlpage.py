@@ -312,6 +312,10 @@ def _case_html(case, anchor=False):
             err = (err[:HTML_TEXT_CAP] + f"\n[… {len(err) - HTML_TEXT_CAP} "
                    "more characters in results.json]")
         h.append(f'<h4>stderr</h4><pre class="stderr">{esc(err)}</pre>')
+    if case.get("outside"):
+        h.append("<h4>Written outside its scratch</h4><p>confined: your "
+                 "files untouched, the writes thrown away</p><pre>"
+                 + esc("\n".join(map(str, case["outside"]))) + "</pre>")
     h.append("</div></details>")
     return "".join(h)
 

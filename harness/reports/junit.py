@@ -7,8 +7,8 @@ from collections import Counter
 
 from ..judging import properties
 from .summary import (COVERAGE_BAD, check_cases, clean, coverage_lines,
-                      is_number, one_line, skip_reason, sorted_cases, status,
-                      summarize)
+                      is_number, one_line, outside_text, skip_reason,
+                      sorted_cases, status, summarize)
 from .words import exit_text, plural, run_facts, summary_sentences, when_text
 
 
@@ -39,6 +39,9 @@ def _failure_text(case, defect=None):
         parts.append("trace:\n" + "\n".join(map(str, excerpt)))
     if case.get("stderr"):
         parts.append("stderr:\n" + str(case["stderr"]))
+    if case.get("outside"):
+        parts.append(outside_text(case, cap=20) + " (confined: kept from "
+                     "your files)")
     return clean("\n\n".join(parts))
 
 

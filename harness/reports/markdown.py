@@ -8,10 +8,10 @@ from ..judging import properties
 from .console import models_note
 from .summary import (COVERAGE_BAD, COVERAGE_OK, MD_DEFECT_CASES,
                       MD_DEFECT_IDS, MD_FINDINGS_CAP, MD_SKIP_IDS,
-                      RECOVERED_HELP, check_cases, check_lessons, clean,
-                      coverage_lines, defect_cases, expect_text, is_finding,
-                      matrix, one_line, recovered, skip_reason, sorted_cases,
-                      status, summarize)
+                      OUTSIDE_HELP, RECOVERED_HELP, check_cases, check_lessons,
+                      clean, coverage_lines, defect_cases, expect_text,
+                      is_finding, matrix, one_line, outside, recovered,
+                      skip_reason, sorted_cases, status, summarize)
 from .words import (listed_cases, outcome_word, plural, run_facts,
                     summary_sentences)
 
@@ -165,6 +165,19 @@ def markdown_of(cases, summary, lessons):
             out.append(f"- {md_code(case['id'])}: {md_text(case['note'])}")
         if len(notes) > MD_FINDINGS_CAP:
             out.append(f"- and {len(notes) - MD_FINDINGS_CAP} more — see "
+                       "results.json")
+        out.append("")
+
+    wrote = outside(cases)
+    if wrote:
+        out += ["## Written outside the scratch", "", OUTSIDE_HELP, ""]
+        for case in wrote[:MD_FINDINGS_CAP]:
+            paths = case["outside"]
+            more = f" and {len(paths) - 20} more" if len(paths) > 20 else ""
+            out.append(f"- {md_code(case['id'])}: wrote outside its scratch: "
+                       + ", ".join(md_code(p) for p in paths[:20]) + more)
+        if len(wrote) > MD_FINDINGS_CAP:
+            out.append(f"- and {len(wrote) - MD_FINDINGS_CAP} more — see "
                        "results.json")
         out.append("")
 

@@ -467,6 +467,10 @@ def load(path):
     if not isinstance(summary, dict):
         raise ReportError(f"parse '{path}': not a crashcheck results.json "
                           "(no 'summary' object)")
+    for key in ("run", "timing"):
+        if summary.get(key) is not None and not isinstance(summary[key], dict):
+            raise ReportError(f"parse '{path}': not a crashcheck results.json "
+                              f"('summary.{key}' is not an object)")
     cases = check_cases(doc["cases"], f"'{path}'")
     meta = dict(summary.get("run") or {})
     for key in RUN_TOP_KEYS:
@@ -791,6 +795,25 @@ def recovered(cases):
     """The ok cases that came through a fault on their data path, with
     the oracle's note ("recovered from fsync#1=EIO (said: ...)")."""
     return [c for c in cases if c["verdict"] == "ok" and c.get("note")]
+
+
+OUTSIDE_HELP = ("Cases whose program wrote, made or removed files outside "
+                "its scratch directory. It ran confined (Confinement in "
+                "docs/guide.md): your files were not changed, and what it "
+                "wrote was thrown away after the case.")
+
+
+def outside(cases):
+    """The cases whose program wrote outside its scratch ("outside" of
+    results.json: what it wrote, kept from the real tree)."""
+    return [c for c in cases if c.get("outside")]
+
+
+def outside_text(case, cap=5):
+    """"wrote outside its scratch: ~/.augeas/history, ..." of a case."""
+    paths = case.get("outside") or []
+    more = f" and {len(paths) - cap} more" if len(paths) > cap else ""
+    return "wrote outside its scratch: " + ", ".join(paths[:cap]) + more
 
 
 def defect_cases(defect, by_id):
