@@ -338,7 +338,7 @@ def rerun_argv(args):
         argv.append("--home")
     if args.scratch_limit is not None:
         argv += ["--scratch-limit", args.scratch_limit]
-    if args.sample != str(sweep.SAMPLE):
+    if args.sample is not None:
         argv += ["--sample", args.sample]
     if args.exhaustive:
         argv.append("--exhaustive")

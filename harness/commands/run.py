@@ -9,12 +9,13 @@ into ours.
 """
 
 import os
+import re
 import signal
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import realfs, spec as specmod
-from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
+from ..engine.sweep import BUDGET, KINDS, parse_shard, parse_size
 from ..judging import models
 from . import outdir
 from ..reports import regress
@@ -115,14 +116,20 @@ def add_sweep_options(p):
                         "auto (the preload, but the supervisor for static, "
                         "Go and setuid programs and where the preload's "
                         "baseline misses changes; default)")
+    p.add_argument("--budget", metavar="TIME",
+                   help="how long the cases may take, as estimated from "
+                        "the baselines (e.g. 90s, 10m, 2h, or 0 for no "
+                        "limit; default 5m): every case runs when the "
+                        "estimate fits; past it the calls are grouped by "
+                        "call site, file and fault, and of each group the "
+                        "first, the last and as many between them as fit "
+                        "run, and the run says SAMPLED (never a clean pass)")
     p.add_argument("--exhaustive", action="store_true",
-                   help="a case for every traced call and crash point; by "
-                        "default the calls are grouped by call site, file "
-                        "and fault, and of each group the first, the last "
-                        "and a seeded sample between them are run")
-    p.add_argument("--sample", metavar="N", default=str(SAMPLE),
-                   help="cases sampled between the first and the last of "
-                        f"a group (default {SAMPLE})")
+                   help="a case for every traced call and crash point, "
+                        "whatever the budget")
+    p.add_argument("--sample", metavar="N",
+                   help="sample N cases between the first and the last of "
+                        "each group, whatever the budget")
 
 
 def setup_run(p):
@@ -143,6 +150,19 @@ def _int(name, text, lo):
     if n < lo:
         raise UsageError(f"--{name}: {n} is below {lo}")
     return n
+
+
+def budget_arg(text):
+    """--budget TIME in seconds (0: no limit); the default's when not
+    given; UsageError naming the problem."""
+    if text is None:
+        return BUDGET
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*", text)
+    if not m:
+        raise UsageError(f"--budget: '{text}' is not a time (seconds, or "
+                         "with s, m or h: 90s, 10m, 2h; 0 for no limit)")
+    return float(m[1]) * {None: 1, "s": 1, "m": 60, "min": 60,
+                          "h": 3600}[m[2]]
 
 
 def _faults(text):
@@ -247,7 +267,9 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),
             *_sector(args.sector),
-            "--cc-sample", str(_int("sample", args.sample, 0)),
+            *(["--cc-sample", str(_int("sample", args.sample, 0))]
+              if args.sample is not None else []),
+            "--cc-budget", str(budget_arg(args.budget)),
             "--cc-command", command,
             # Per-item work in the pytest process competes with the
             # cases for the cores: capture of sys.stdout only, not of the

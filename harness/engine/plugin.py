@@ -97,9 +97,13 @@ def pytest_addoption(parser):
     g.addoption("--cc-exhaustive", action="store_true",
                 help="a case for every traced call and crash point (no "
                      "grouping and sampling)")
-    g.addoption("--cc-sample", type=int, default=sweep.SAMPLE,
-                help="cases sampled inside a group of calls (default "
-                     f"{sweep.SAMPLE})")
+    g.addoption("--cc-sample", type=int, default=None,
+                help="cases sampled inside a group of calls, whatever the "
+                     "budget (default: every case when the budget allows)")
+    g.addoption("--cc-budget", type=float, default=sweep.BUDGET,
+                help="seconds the cases may take, as estimated from the "
+                     "baselines: every case when they fit, else sampled "
+                     f"(default {sweep.BUDGET:g}; 0: no limit)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -144,6 +148,8 @@ def settings_from(config):
         exhaustive=config.getoption("--cc-exhaustive")
         or bool(config.getoption("--cc-case")),
         sample=config.getoption("--cc-sample"),
+        budget=config.getoption("--cc-budget") or None,
+        sharded=bool(config.getoption("--cc-shard")),
         fs=config.getoption("--cc-fs"),
         fail_on=config.getoption("--cc-fail-on"),
         timeout=config.getoption("--cc-timeout"))
@@ -790,7 +796,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tw.line(line)
     defects = s.get("defects") or []
     plural = report.plural
-    counts = (f"crashcheck: {plural(len(state.results), 'case')}, "
+    sampled = report.sampled_words(s)
+    counts = (f"crashcheck: {sampled or plural(len(state.results), 'case')}, "
               f"{plural(s.get('findings', 0), 'finding')} "
               f"({plural(len(defects), 'defect')}), {len(failed)} failed")
     if s.get("variants") or state.not_caught:

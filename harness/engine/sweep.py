@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,14 @@ BIN = str(ROOT / "workloads" / "bin")
 
 
 # How many cases of a group (select) are sampled between its first and
-# its last
+# its last by --sample when it is given without a number of its own
 SAMPLE = 3
+
+# The default time budget of a sweep's cases, in seconds of wall time on
+# the sweep's jobs (--budget): every case runs when the estimate fits it,
+# and only then (choose_sample). Five minutes: a user waits that long for
+# an audit, and `make run` (about 4,800 cases) takes a tenth of it.
+BUDGET = 300.0
 
 
 @dataclass
@@ -95,7 +102,9 @@ class Settings:
     sector: int | None = None                   # --sector; None: each spec's
     backend: str = "auto"                       # auto, preload or syscall (backend.py)
     exhaustive: bool = False                    # every call and crash point, no sampling
-    sample: int = SAMPLE                        # cases sampled inside a group (select)
+    sample: int | None = None                   # cases sampled inside a group (select); None: by the budget
+    budget: float | None = BUDGET               # seconds the cases may take (choose_sample); None: no limit
+    sharded: bool = False                       # --shard: every case unless --sample (the shards must agree)
     fs: str | None = None                       # --fs: runs on this real filesystem
     fs_options: str = ""                        # its mount options (validate-models)
     fail_on: str | None = None                  # --fail-on; None: each spec's
@@ -916,7 +925,9 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
+            began = time.monotonic()
             out, how, why = record_baseline(combo, scratch, settings)
+            took = time.monotonic() - began
             if scratch_trouble(out, combo):
                 # stopped for the scratch: its files and snapshots say
                 # nothing, and may fill what the harness still writes
@@ -926,13 +937,13 @@ def enumerate_cases(specs, settings, log=print):
             stats = {}
             again = record_again(combo, out, settings, how)
             save_globs(scratch, again[1])
-            cases = cases_of(combo, out, settings, how, again=again,
-                             stats=stats,
+            found = found_of(combo, out, settings, how, again=again,
                              blind=why if why.startswith("not seen whole")
                              else "")
-            if not any(c.error or c.skip for c in cases):
+            found.seconds = case_cost(took)
+            if not any(c.error or c.skip for c in found.fixed):
                 save_unseen(out)
-            return cases, stats
+            return found
         except runner.SetupError as e:
             # a program that cannot start (not found, not executable): the
             # user's to mend, said in one line; a value, so that it
@@ -957,45 +968,51 @@ def enumerate_cases(specs, settings, log=print):
     else:
         workers, results = None, (_guarded(baseline, i)
                                   for i in range(len(all_combos)))
-    cases = []
-    totals = {}
+    everything = []
     finished = False
     try:
-        for combo, (mine, error) in zip(all_combos, results):
+        for combo, (found, error) in zip(all_combos, results):
             if error is not None:
                 # the combo's baseline case says so; its other cases
                 # cannot be enumerated without it
-                mine = ([Case(id=f"{combo.prefix}-baseline",
-                              combo=combo.prefix, kind="baseline",
-                              error="the baseline could not be recorded: "
-                                    + failure_line(error))], {})
-            if isinstance(mine, runner.SetupError):
-                raise mine
-            mine, stats = mine
+                found = Found([Case(id=f"{combo.prefix}-baseline",
+                                    combo=combo.prefix, kind="baseline",
+                                    error="the baseline could not be "
+                                          "recorded: " + failure_line(error))])
+            if isinstance(found, runner.SetupError):
+                raise found
             how, why = backend_of(work / combo.prefix)
             if how == "syscall" and why:
                 log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
-            for c in mine:
+            for c in found.fixed:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
             for u in load_unseen(work / combo.prefix):
                 log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
-            cases.extend(mine)
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0) + v
+            everything.append(found)
         finished = True
     finally:
         if workers is not None:
             pool.stop(workers, finished)
-    grouping = dict(exhaustive=settings.exhaustive, sample=settings.sample,
-                    seed=settings.seed, **totals)
+    sample, estimate = choose_sample(everything, settings)
+    totals = {}
+    cases = []
+    for found in everything:
+        cases += choose(found, sample, settings.seed, totals)
+    totals.setdefault("cases", 0)
+    totals.setdefault("kept", 0)
+    totals.setdefault("groups", 0)
+    grouping = dict(exhaustive=sample is None, sample=sample,
+                    seed=settings.seed, budget=settings.budget,
+                    estimate=round(estimate, 1), jobs=settings.jobs,
+                    **totals)
+    grouping["estimate_kept"] = round(estimate_of(everything, sample,
+                                                  settings.seed,
+                                                  settings.jobs), 1)
     with open(work / GROUPING_FILE, "w") as fh:
         json.dump(grouping, fh)
-    if totals.get("cases", 0) > totals.get("kept", 0):
-        log(f"crashcheck: {totals['kept']} of {totals['cases']} cases, in "
-            f"{totals['groups']} groups of a call site, file and fault "
-            f"(the first, the last and {settings.sample} sampled with seed "
-            f"{settings.seed}; --exhaustive for every one)")
+    if totals["cases"] > totals["kept"]:
+        log("crashcheck: " + sampled_line(grouping))
     # What the baselines took says what the cases will: each pool process
     # lays out one case at a time, as large as the largest baseline's
     used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
@@ -1006,6 +1023,107 @@ def enumerate_cases(specs, settings, log=print):
 
 
 GROUPING_FILE = "grouping.json"
+
+# What a case costs, against its combo's baseline: the baseline is one
+# recorded run with snapshots of every file it changed; a case is a run
+# of the same program (forked from a server, traced lightly up to its
+# fault), judged, its crash states explored, its result written. Measured
+# on `make run` (2026-12-06, docs/benchmarks.md): cases took CASE_FACTOR
+# times their baseline's recorded run, each at least CASE_FLOOR seconds.
+CASE_FACTOR = 0.5
+CASE_FLOOR = 0.004
+
+
+def case_cost(baseline_seconds):
+    """The estimated seconds of one case of a combo whose baseline was
+    recorded in BASELINE_SECONDS (wall time, one process)."""
+    return max(CASE_FLOOR, CASE_FACTOR * baseline_seconds)
+
+
+def estimate_of(everything, sample, seed, jobs):
+    """Seconds of wall time the cases of EVERYTHING (Found) chosen with
+    SAMPLE take on JOBS processes, as case_cost estimates them."""
+    total = 0.0
+    for found in everything:
+        total += found.seconds * count_kept(found, sample, seed)
+    return total / max(1, jobs)
+
+
+def count_kept(found, sample, seed):
+    """How many cases choose(FOUND, SAMPLE, SEED) keeps, without making
+    them."""
+    if sample is None:
+        return found.count()
+    n = len(found.fixed)
+    for items, per in ((found.faults, 1), (found.points, found.models)):
+        sizes = {}
+        for key, _ in items:
+            sizes[key] = sizes.get(key, 0) + 1
+        n += per * sum(min(size, sample + 2) for size in sizes.values())
+    return n
+
+
+def choose_sample(everything, settings):
+    """(sample, estimate): how many cases of each group run between its
+    first and last (None: every case) and the seconds every case would
+    take. Every case with --exhaustive, and where the estimate fits
+    settings.budget; --sample N samples N whatever the budget; a shard
+    of a run (--shard) runs every case unless told --sample, as its
+    estimate is this machine's and the shards must agree on the cases.
+    Past the budget, the largest sample that fits it, down to the first
+    and the last of each group."""
+    whole = estimate_of(everything, None, settings.seed, settings.jobs)
+    if settings.exhaustive:
+        return None, whole
+    if settings.sample is not None:
+        return settings.sample, whole
+    if settings.sharded or settings.budget is None or \
+            whole <= settings.budget:
+        return None, whole
+    lo, hi = 0, max((found.count() for found in everything), default=0)
+    if estimate_of(everything, hi, settings.seed, settings.jobs) \
+            <= settings.budget:
+        return None, whole
+    # the estimate grows with the sample: the largest that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_of(everything, mid, settings.seed, settings.jobs) \
+                <= settings.budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, whole
+
+
+def sampled_line(grouping):
+    """The console's line, and the reports' fact, of a sweep that left
+    cases out: 'SAMPLED 90 of 405 cases (...)'."""
+    g = grouping
+    if g.get("budget") is not None and g.get("estimate") is not None and \
+            g["estimate"] > g["budget"]:
+        why = (f"every case would take about {duration_text(g['estimate'])} "
+               f"on {g.get('jobs', 1)} "
+               f"job{'s' if g.get('jobs', 1) != 1 else ''}, past the "
+               f"{duration_text(g['budget'])} budget (--budget)")
+    else:
+        why = "as --sample asks"
+    return (f"SAMPLED {g['kept']} of {g['cases']} cases: {why}; of each of "
+            f"{g['groups']} groups of a call site, file and fault the first, "
+            f"the last and {g['sample']} sampled with seed {g['seed']}; "
+            "--exhaustive for every one")
+
+
+def duration_text(seconds):
+    """'0.6 s', '45 s', '3 min 5 s', '2 h 10 min'."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60
+                               else "")
 
 
 def disk_usage(path):
@@ -1407,33 +1525,80 @@ def timeout_of(combo, settings):
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
+@dataclass
+class Found:
+    """Every case of one combo, before any is left out (choose): those
+    always run, and the fault cases and crash points with the group each
+    belongs to (select)."""
+    fixed: list                                 # Cases that always run (the baseline, the full disk)
+    faults: list = field(default_factory=list)  # (group, Case) in trace order
+    points: list = field(default_factory=list)  # (group, [Case per model]) in trace order
+    models: int = 1                             # cases per crash point
+    calls: int = 0                              # calls of the trace the faults are aimed at
+    seconds: float = 0.0                        # what one case is estimated to cost (case_cost)
+
+    def count(self):
+        return len(self.fixed) + len(self.faults) + len(self.points) * self.models
+
+
 def cases_of(combo, out, settings, how="preload", again=None, stats=None,
              blind=""):
-    """The cases of a combo from its baseline OUT, recorded with the
-    backend HOW, which runs them all: the baseline, the fault cases of
-    the calls it made in its directory, the power-loss cases of its crash
-    points; grouped and sampled (select) unless settings.exhaustive.
+    """The cases of a combo from its baseline OUT (found_of), every one
+    with settings.exhaustive or without settings.sample, else grouped and
+    sampled with it (choose)."""
+    found = found_of(combo, out, settings, how, again=again, blind=blind)
+    sample = None if settings.exhaustive else settings.sample
+    return choose(found, sample, settings.seed, stats)
+
+
+def choose(found, sample, seed, stats=None):
+    """The cases of FOUND that run, in the order the sweep runs them:
+    every one with SAMPLE None, else of each group the first, the last
+    and SAMPLE between them (select, seeded by SEED). STATS, a dict,
+    gets what select counted."""
+    pick = Settings(out=Path("."), exhaustive=sample is None,
+                    sample=sample or 0, seed=seed)
+    cases = list(found.fixed)
+    if stats is not None and cases:
+        stats["cases"] = stats.get("cases", 0) + len(cases)
+        stats["kept"] = stats.get("kept", 0) + len(cases)
+    if stats is not None:
+        stats["calls"] = stats.get("calls", 0) + found.calls
+    cases += select(found.faults, pick, stats)
+    if found.points:
+        kept = select(found.points, pick, stats, models=found.models)
+        # a model's cases, then the next model's (and the real kernel's
+        # last: Judge.real_powerloss)
+        for m in range(found.models):
+            cases += [per_model[m] for per_model in kept]
+    return cases
+
+
+def found_of(combo, out, settings, how="preload", again=None, blind=""):
+    """Every case of a combo from its baseline OUT, recorded with the
+    backend HOW, which runs them all (a Found): the baseline, the fault
+    cases of the calls it made in its directory, the power-loss cases of
+    its crash points, each of the last two with its group (select).
     AGAIN: other recorded runs of it and the globs of the files whose
     names change (record_again). Their calls on the work directory must
     be the baseline's: those made otherwise are named in the baseline's
-    harness-error, and no case is aimed at them. STATS, a dict, gets
-    what select counted. BLIND: why the preload, asked for by name, does
-    not see the program whole (record_baseline): the baseline is then a
-    harness-error, and no case runs."""
+    harness-error, and no case is aimed at them. BLIND: why the preload,
+    asked for by name, does not see the program whole (record_baseline):
+    the baseline is then a harness-error, and no case runs."""
     pre = combo.prefix
     run = out.run
     cases = []
     if run.skipped:
         reason = skip_reason(run)
-        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     skip=reason, backend=how)]
+        return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                           skip=reason, backend=how)])
     blind = scratch_trouble(out, combo) or escapes(out) or \
         nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
-        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     error=blind, backend=how)]
+        return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                           error=blind, backend=how)])
     workdir = str(out.workdir)
     others, globs = again or ([], {})
     moving = coords.moved((out.records, workdir), others, touches, globs) \
@@ -1449,9 +1614,6 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None,
             "enospc" in settings.kinds:
         cases.append(Case(id=f"{pre}-{FULL_DISK}", combo=pre, kind="enospc",
                           call=FULL_DISK, disk="full", backend=how))
-    if stats is not None and cases:
-        stats["cases"] = stats.get("cases", 0) + 1
-        stats["kept"] = stats.get("kept", 0) + 1
     skip = {c for c, _, _ in moving}
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
@@ -1492,36 +1654,34 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None,
                 Case(id=f"{pre}-{plan}", combo=pre, kind=kind, plan=plan,
                      call=coord, at=rec["seq"], where=[sig[0], sig[1]],
                      backend=how)))
-    if stats is not None:
-        stats["calls"] = stats.get("calls", 0) + len(targeted)
-    cases += select(faults_found, settings, stats)
+    found = Found(cases, faults_found, calls=len(targeted))
     if "powerloss" in settings.kinds and run.status == 0:
         points = crash_point_records(out.records)
-        # a crash point is the state after a call: grouped as the calls
-        # are, by site and file; the two ends are points of their own
-        found = [(("start",) if rec is None and i == 0 else
-                  ("exit",) if rec is None else call_site(rec, workdir), i)
-                 for i, rec in enumerate(points)
-                 if rec is None or is_crash_point(rec, workdir, table)]
         real = [realfs.model_of(settings.fs)] if on_real_fs(combo, settings) \
             else []
-        kept = select(found, settings, stats,
-                      models=len(settings.models) + len(real))
-        # a model's cases, then the real kernel's (Judge.real_powerloss)
-        for model in list(settings.models) + real:
-            for i in kept:
-                rec = points[i]
-                tag = "start" if i == 0 else "exit" if rec is None \
-                    else names[rec]
+        every = list(settings.models) + real
+        found.models = len(every)
+        # a crash point is the state after a call: grouped as the calls
+        # are, by site and file; the two ends are points of their own
+        for i, rec in enumerate(points):
+            if not (rec is None or is_crash_point(rec, workdir, table)):
+                continue
+            key = ("start",) if rec is None and i == 0 else \
+                ("exit",) if rec is None else call_site(rec, workdir)
+            tag = "start" if i == 0 else "exit" if rec is None else names[rec]
+            per_model = []
+            for model in every:
                 # a real case's run is aimed at the call as a fault is
                 where = list(coords.signature(rec)[:2]) \
                     if model in real and rec is not None else None
-                cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
-                                  combo=pre, kind="powerloss", call=tag,
-                                  model=model, point=i,
-                                  at=rec["seq"] if rec is not None else None,
-                                  where=where, backend=how))
-    return cases
+                per_model.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
+                                      combo=pre, kind="powerloss", call=tag,
+                                      model=model, point=i,
+                                      at=rec["seq"] if rec is not None
+                                      else None,
+                                      where=where, backend=how))
+            found.points.append((key, per_model))
+    return found
 
 
 def name_models(results, outdir=None):

@@ -346,6 +346,7 @@ def summarize(cases, meta):
     timing["case_seconds"] = round(sum(
         float(c.get("duration") or 0) for c in cases), 6)
     expected, interrupted = _completeness(top, len(cases))
+    sampled = sampled_of(run)
 
     return {
         "cases": counts["cases"],
@@ -385,14 +386,43 @@ def summarize(cases, meta):
         # changes no intercepted call made (sweep.save_unseen): a run with
         # any is never a clean pass, whatever its cases say
         "unseen": _check_unseen(top["unseen"]),
+        # a run that left cases out (sampled past its budget, or asked
+        # to) did not look at everything: never a clean pass either
+        "sampled": sampled,
         "clean": (counts["failed"] == 0 and counts["harness_errors"] == 0
                   and not not_caught and interrupted is None
-                  and expected <= len(cases) and not top["unseen"]),
+                  and expected <= len(cases) and not top["unseen"]
+                  and sampled is None),
         "seed": top["seed"],
         "command": top["command"],
         "run": run,
         "timing": timing,
     }
+
+
+def sampled_of(run):
+    """{"kept": K, "of": N} of a run whose enumeration left cases out
+    (run.grouping: sampled past its budget, or --sample), else None."""
+    g = run.get("grouping") if isinstance(run, dict) else None
+    if not isinstance(g, dict):
+        return None
+    kept, of = g.get("kept"), g.get("cases")
+    if not (_is_count(kept) and _is_count(of)) or of <= kept:
+        return None
+    return {"kept": kept, "of": of}
+
+
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 0
+
+
+def sampled_words(summary):
+    """'SAMPLED 90 of 405 cases', or "" for a run of every case."""
+    sampled = summary.get("sampled")
+    if not sampled:
+        return ""
+    return f"SAMPLED {sampled['kept']} of {sampled['of']} cases"
 
 
 def _completeness(top, judged):
@@ -821,9 +851,12 @@ def outcome_word(summary):
     INTERRUPTED: what a report says first."""
     if summary.get("interrupted"):
         return "INTERRUPTED"
+    word = "PASS" if summary["passed"] else "FAIL"
     if summary["passed"] and summary.get("unseen"):
-        return "PASS, NOT CLEAN"
-    return "PASS" if summary["passed"] else "FAIL"
+        word += ", NOT CLEAN"
+    if summary.get("sampled"):
+        word += ", " + sampled_words(summary)
+    return word
 
 
 def summary_sentences(summary):
@@ -849,6 +882,12 @@ def summary_sentences(summary):
         first = (f"{verdict}: {plural(s['cases'], 'case')}, "
                  + ", ".join(counts) + ".")
     out = [first]
+    if s.get("sampled") and not s.get("interrupted"):
+        left = s["sampled"]["of"] - s["sampled"]["kept"]
+        out.append(f"Only {s['sampled']['kept']} of the "
+                   f"{s['sampled']['of']} cases ran, a sample "
+                   f"({left} left out, never run): not a clean pass; "
+                   "--exhaustive, or a larger --budget, runs every one.")
     if s.get("missing") and not s.get("interrupted"):
         out.append(f"{plural(s['missing'], 'case')} of the "
                    f"{s['expected']} the run was to judge have no result: "
@@ -934,13 +973,8 @@ def run_facts(summary):
     if run.get("shards"):
         facts.append(("shards", str(len(run["shards"]))))
     grouping = run.get("grouping") or {}
-    if grouping.get("cases", 0) > grouping.get("kept", 0):
-        facts.append(("cases", (
-            f"{grouping['kept']} of {grouping['cases']}: of each group of "
-            f"calls (by call site, file and fault; {grouping['groups']} "
-            f"groups) the first, the last and {grouping['sample']} "
-            f"sampled between them with seed {grouping['seed']}, "
-            f"--exhaustive for every one")))
+    if summary.get("sampled"):
+        facts.append(("cases", _sampled_fact(grouping)))
     backends = run.get("backends") or {}
     if isinstance(backends, dict) and backends:
         said = []
@@ -962,6 +996,19 @@ def run_facts(summary):
             f"{checker['states']} crash states judged, "
             f"{checker['distinct_states']} distinct, each checked once")))
     return facts
+
+
+def _sampled_fact(g):
+    """How a sampled run chose its cases (run.grouping), in words."""
+    text = (f"{g['kept']} of {g['cases']}: of each group of calls (by call "
+            f"site, file and fault; {g.get('groups')} groups) the first, the "
+            f"last and {g.get('sample')} sampled between them with seed "
+            f"{g.get('seed')}")
+    budget, estimate = g.get("budget"), g.get("estimate")
+    if _is_number(budget) and _is_number(estimate) and estimate > budget:
+        text += (f", as every case would take about {_seconds(estimate)} on "
+                 f"{g.get('jobs')} jobs, past the {_seconds(budget)} budget")
+    return text + "; --exhaustive for every one"
 
 
 def _listed(cases):
@@ -1259,7 +1306,8 @@ def _markdown_text(cases, summary, lessons):
     word = outcome_word(summary)
     # an interrupted run says so on the first line
     out = ["# crashcheck report" + (": INTERRUPTED" if word == "INTERRUPTED"
-                                    else ""), ""]
+                                    else ": " + sampled_words(summary)
+                                    if summary.get("sampled") else ""), ""]
 
     para = " ".join(md_text(s) for s in summary_sentences(summary))
     para = para.replace(f"{word}", f"**{word}**", 1)
@@ -2195,7 +2243,9 @@ def _junit_bytes(cases, s):
         unseen.setdefault(u.get("workload") or "-", []).append(u)
     strict = bool((s.get("run") or {}).get("strict"))
     name = "crashcheck" + (" (INTERRUPTED)" if s.get("interrupted") else
-                           " (NOT CLEAN)" if unseen else "")
+                           " (NOT CLEAN)" if unseen else "") \
+        + (f" ({sampled_words(s)})" if s.get("sampled")
+           and not s.get("interrupted") else "")
     attrs = {"name": name,
              "tests": str(len(cases) + len(unmet) + len(incomplete)
                           + len(unseen)),
@@ -2213,10 +2263,14 @@ def _junit_bytes(cases, s):
     for name, value in run_facts(s):
         if name not in ("started", "duration"):
             ET.SubElement(props, "property", name=name, value=_clean(value))
-    if unseen:
+    if unseen or s.get("sampled"):
         ET.SubElement(props, "property", name="clean", value="false")
+    if unseen:
         ET.SubElement(props, "property", name="unseen",
                       value=str(len(s["unseen"])))
+    if s.get("sampled"):
+        ET.SubElement(props, "property", name="sampled",
+                      value=sampled_words(s))
 
     defect_of = {i: d for d in s["defects"] for i in d["ids"]}
     for case in cases:
