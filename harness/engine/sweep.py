@@ -1814,9 +1814,10 @@ def select(found, settings, stats=None, models=1):
     how many calls it makes. A program that writes a file one byte at a
     time makes thousands of calls from one call site on one file, and
     every one faulted alike tells little more than a few: of each group
-    the first, the last and settings.sample drawn between them with a
-    random.Random seeded by the sweep's seed and the group, so the same
-    sweep keeps the same cases. settings.exhaustive keeps every item.
+    the first, the last and settings.sample (SAMPLE when None) drawn
+    between them with a random.Random seeded by the sweep's seed and the
+    group, so the same sweep keeps the same cases. settings.exhaustive
+    keeps every item.
     STATS (a dict) counts groups, cases found and kept (MODELS cases per
     item: a crash point is one case per model)."""
     groups = {}
@@ -1825,14 +1826,15 @@ def select(found, settings, stats=None, models=1):
     if settings.exhaustive:
         keep = range(len(found))
     else:
+        sample = SAMPLE if settings.sample is None else settings.sample
         keep = set()
         for key, idx in groups.items():
-            if len(idx) <= settings.sample + 2:
+            if len(idx) <= sample + 2:
                 keep.update(idx)
                 continue
             rng = random.Random(f"{settings.seed}\0" + "\0".join(key))
             keep.update((idx[0], idx[-1]))
-            keep.update(rng.sample(idx[1:-1], settings.sample))
+            keep.update(rng.sample(idx[1:-1], sample))
         keep = sorted(keep)
     if stats is not None:
         stats["groups"] = stats.get("groups", 0) + len(groups) * models
