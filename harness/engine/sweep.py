@@ -940,7 +940,8 @@ def enumerate_cases(specs, settings, log=print):
             found = found_of(combo, out, settings, how, again=again,
                              blind=why if why.startswith("not seen whole")
                              else "")
-            found.seconds = case_cost(took)
+            found.seconds = case_cost(took, checker_seconds(combo, out,
+                                                            settings))
             if not any(c.error or c.skip for c in found.fixed):
                 save_unseen(out)
             return found
@@ -1034,10 +1035,32 @@ CASE_FACTOR = 0.5
 CASE_FLOOR = 0.004
 
 
-def case_cost(baseline_seconds):
+def case_cost(baseline_seconds, checker=0.0):
     """The estimated seconds of one case of a combo whose baseline was
-    recorded in BASELINE_SECONDS (wall time, one process)."""
-    return max(CASE_FLOOR, CASE_FACTOR * baseline_seconds)
+    recorded in BASELINE_SECONDS (wall time, one process), and whose
+    checker (a check or tree contract) took CHECKER seconds on the
+    baseline's directory: a case judges at least one state the sweep has
+    not judged yet (the checker runs once per distinct state), and a
+    checker of half a second outweighs everything else a case costs."""
+    return max(CASE_FLOOR, CASE_FACTOR * baseline_seconds) + checker
+
+
+def checker_seconds(combo, out, settings):
+    """Seconds the combo's checker takes on its baseline's directory, or
+    0.0: no checker (the built-in contracts), a baseline that did not
+    exit 0, a checker that cannot answer (the baseline case says so).
+    The answer is kept (CheckCache) as the baseline case's own: that
+    case asks the same of the same directory, and the checker runs no
+    more often for being timed here."""
+    if combo.spec.contract not in ("check", "tree") or out.run.status != 0 \
+            or not out.workdir.is_dir():
+        return 0.0
+    began = time.monotonic()
+    try:
+        Judge([combo.spec], settings).check(combo, out.workdir, "new")
+    except (CheckerFailed, OSError):
+        return 0.0
+    return time.monotonic() - began
 
 
 def estimate_of(everything, sample, seed, jobs):
