@@ -219,7 +219,7 @@ def test_every_case_when_the_estimate_fits_the_budget():
 
 def test_past_the_budget_every_report_says_sampled(tmp_path):
     # every case of dd's 300 writes is estimated at no less than
-    # CASE_FLOOR seconds: far past a budget of 0.1 s
+    # CASE_OVERHEAD seconds: far past a budget of 0.1 s
     doc, r = audit_dd(tmp_path, 300, "--budget", "0.1")
     g = doc["summary"]["run"]["grouping"]
     assert g["kept"] == len(doc["cases"]) < g["cases"]

@@ -934,8 +934,11 @@ def enumerate_cases(specs, settings, log=print):
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
             save_run(out, how, why)
-            stats = {}
-            again = record_again(combo, out, settings, how)
+            runs = []
+            again = record_again(combo, out, settings, how, took=runs)
+            if runs:
+                # a run traced without snapshots, as a case's is
+                took = min(runs)
             save_globs(scratch, again[1])
             found = found_of(combo, out, settings, how, again=again,
                              blind=why if why.startswith("not seen whole")
@@ -1025,24 +1028,29 @@ def enumerate_cases(specs, settings, log=print):
 
 GROUPING_FILE = "grouping.json"
 
-# What a case costs, against its combo's baseline: the baseline is one
-# recorded run with snapshots of every file it changed; a case is a run
-# of the same program (forked from a server, traced lightly up to its
-# fault), judged, its crash states explored, its result written. Measured
-# on `make run` (2026-12-06, docs/benchmarks.md): cases took CASE_FACTOR
-# times their baseline's recorded run, each at least CASE_FLOOR seconds.
-CASE_FACTOR = 0.5
-CASE_FLOOR = 0.004
+# What a case costs, against its combo's baseline: a case is a run of
+# the program (forked from a server, traced lightly up to its fault),
+# judged, its crash states explored, its result written. The run is
+# timed as record_again makes it (traced, no snapshots; the baseline's
+# own run, which snapshots every change, where there is none): a case
+# costs CASE_FACTOR times that plus CASE_OVERHEAD seconds of judging.
+# Measured 2026-12-06 on two loaded cores (estimate / wall time of the
+# sweep's cases): dd bs=1 of 300 bytes 1.6 (2431 cases, 10.4 s), of
+# 3000 bytes about 3 (every case of a group costs little more than its
+# first), `make run` 0.65 (4755 cases, 54.7 s, a load of 7): it errs
+# long for programs of many calls, where a sample is cheap to take.
+CASE_FACTOR = 1.0
+CASE_OVERHEAD = 0.005
 
 
 def case_cost(baseline_seconds, checker=0.0):
-    """The estimated seconds of one case of a combo whose baseline was
-    recorded in BASELINE_SECONDS (wall time, one process), and whose
+    """The estimated seconds of one case of a combo whose program ran in
+    BASELINE_SECONDS (wall time, one process; see CASE_FACTOR), and whose
     checker (a check or tree contract) took CHECKER seconds on the
     baseline's directory: a case judges at least one state the sweep has
     not judged yet (the checker runs once per distinct state), and a
     checker of half a second outweighs everything else a case costs."""
-    return max(CASE_FLOOR, CASE_FACTOR * baseline_seconds) + checker
+    return CASE_OVERHEAD + CASE_FACTOR * baseline_seconds + checker
 
 
 def checker_seconds(combo, out, settings):
@@ -1237,7 +1245,7 @@ HELD = ".held"       # a held case's root (replay), beside ".work", as long
 RANDOM_RUNS = 5      # recorded runs in all of a combo whose names change
 
 
-def record_again(combo, out, settings, how="preload"):
+def record_again(combo, out, settings, how="preload", took=None):
     """More recorded runs of the combo whose baseline is OUT, traced
     without snapshots, for cases_of to hold against it: ([(records, work
     directory)], align's globs for the files whose names change from run
@@ -1251,7 +1259,7 @@ def record_again(combo, out, settings, how="preload"):
     With Python's tempfile names (37 characters) that is one chance in
     37**(k-1) per end for k runs: three runs gave Mercurial's temp file
     the glob '.hg/tmpq???????' in a `make apps`, five make it about one
-    in two million."""
+    in two million. TOOK, a list, gets each run's seconds (wall time)."""
     if out.run.skipped or scratch_trouble(out, combo) or escapes(out) or \
             nothing_intercepted(combo, out, how):
         return [], {}
@@ -1266,9 +1274,12 @@ def record_again(combo, out, settings, how="preload"):
         try:
             scratch.mkdir()
             try:
+                began = time.monotonic()
                 again = execute_run(combo, "", scratch,
                                     timeout_of(combo, settings), record=False,
                                     settings=settings, backend=how)
+                if took is not None:
+                    took.append(time.monotonic() - began)
                 trouble = scratch_trouble(again, combo)
                 if trouble:
                     raise ScratchFull(trouble)
