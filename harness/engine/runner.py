@@ -142,6 +142,10 @@ class Run:
     stderr: bytes
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    # bytes the program wrote to each in all, of which the first
+    # OUTPUT_CAP are kept (0: not counted)
+    stdout_size: int = 0
+    stderr_size: int = 0
     trace_path: Path | None = None
     extra: dict = field(default_factory=dict)
     # processes the program started that were still running when it
@@ -162,7 +166,8 @@ class Run:
     def stderr_text(self):
         text = self.stderr.decode("utf-8", "replace")
         if self.stderr_truncated:
-            text += f"\n[stderr truncated at {OUTPUT_CAP} bytes]"
+            text += (f"\n[stderr truncated: the first {OUTPUT_CAP} of "
+                     f"{self.stderr_size or 'more'} bytes kept]")
         return text
 
 
@@ -246,10 +251,12 @@ def _environ():
 
 
 def _read_capped(fh, cap):
+    """(the first CAP bytes of FH, whether there were more, how many
+    there were)."""
     fh.seek(0, os.SEEK_END)
     size = fh.tell()
     fh.seek(0)
-    return fh.read(cap), size > cap
+    return fh.read(cap), size > cap, size
 
 
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
@@ -367,14 +374,15 @@ def _ended(argv, rc, timed_out, start, out, err, trace, outlived=()):
     Popen's returncode RC (-N: signal N); its output read from OUT and
     ERR; OUTLIVED: what it left running (Run.outlived)."""
     duration = time.monotonic() - start
-    stdout, out_cut = _read_capped(out, OUTPUT_CAP)
-    stderr, err_cut = _read_capped(err, OUTPUT_CAP)
+    stdout, out_cut, out_size = _read_capped(out, OUTPUT_CAP)
+    stderr, err_cut, err_size = _read_capped(err, OUTPUT_CAP)
     return Run(argv=list(argv),
                status=rc if rc >= 0 else None,
                signal=-rc if rc < 0 else None,
                timed_out=timed_out, duration=duration,
                stdout=stdout, stderr=stderr,
                stdout_truncated=out_cut, stderr_truncated=err_cut,
+               stdout_size=out_size, stderr_size=err_size,
                trace_path=Path(trace) if trace is not None else None,
                outlived=list(outlived))
 

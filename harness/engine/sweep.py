@@ -3418,16 +3418,21 @@ class Judge:
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
+        if run is not None and (run.stdout_truncated or run.stderr_truncated):
+            # what the program wrote, of which OUTPUT_CAP bytes are kept
+            res["output"] = {"stdout": run.stdout_size,
+                             "stderr": run.stderr_size}
         if out is not None and (finding or self.settings.keep):
             # a power-loss or baseline finding too: the crash state that
             # decided it, laid out, is what a person wants to look at
             crash = next((st for st in self.last_states
                           if verdict.state and st.label == verdict.state), None)
             try:
+                steps = trace.steps(out.records)
                 res["dir"] = save_case_dir(
                     self.settings.out, res, out,
-                    [fmt(r) for r in trace.steps(out.records)],
-                    combo, crash=crash)
+                    [fmt(r) for r in kept_ends(steps)], combo, crash=crash,
+                    steps=len(steps))
             except (OSError, shutil.Error, trace.TraceError,
                     explorer.ExplorerError) as e:
                 # the verdict stands; where to look is gone
@@ -3780,13 +3785,63 @@ def safe_name(case_id):
     return case_id.replace("/", "_")
 
 
-def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
-    """results/cases/<id>/: the full trace, stderr, the state and its
-    difference from old and new, for a person to read, with a README.txt
-    that says what the state is. The state is the crash state CRASH that
-    decided the verdict when there is one (a power-loss finding, a run
-    judged after its exit), laid out (the directory the run left is then
-    `left/`), else the directory the run left."""
+# What a case directory keeps of a run's trace: the first TRACE_HEAD
+# and the last TRACE_TAIL lines of trace.txt and of trace.jsonl, and a
+# line between them saying how many were left out. A program that spins
+# on a failed write makes a call per turn until its time limit: one
+# such case's trace was 88,000 lines (143 MB of trace.jsonl, 38 MB of
+# trace.txt); what led to the spin is at its start, how it ended at its
+# end.
+TRACE_HEAD = 2000
+TRACE_TAIL = 1000
+
+
+def kept_ends(items, head=TRACE_HEAD, tail=TRACE_TAIL):
+    """ITEMS (a list), or its first HEAD and last TAIL when longer."""
+    if len(items) <= head + tail:
+        return items
+    return items[:head] + items[-tail:]
+
+
+def cut_line(total, head=TRACE_HEAD, tail=TRACE_TAIL, what="lines"):
+    return (f"[... {total - head - tail} {what} left out: crashcheck keeps "
+            f"the first {head} and the last {tail} of {total} ...]")
+
+
+def _copy_trace_ends(src, dest):
+    """trace.jsonl at SRC into DEST, cleaned (trace.clean), its first
+    TRACE_HEAD and last TRACE_TAIL lines with a record between them
+    saying how many were left out; how many lines it had."""
+    import collections
+    head, tail, total = [], collections.deque(maxlen=TRACE_TAIL), 0
+    with open(src, "rb") as fh:
+        for line in fh:
+            total += 1
+            if len(head) < TRACE_HEAD:
+                head.append(line)
+            else:
+                tail.append(line)
+    if total <= TRACE_HEAD + TRACE_TAIL:
+        dest.write_bytes(trace.read(src))
+        return total
+    # the ends cleaned as the whole would be: zeros only ever end a
+    # line, and a record of ours says what is missing between them
+    gap = (json.dumps({"ev": "cut", "left_out": total - len(head) - len(tail),
+                       "lines": total}) + "\n").encode()
+    dest.write_bytes(trace.clean(b"".join(head)) + gap
+                     + trace.clean(b"".join(tail)))
+    return total
+
+
+def save_case_dir(outdir, res, out, excerpt, combo, crash=None, steps=None):
+    """results/cases/<id>/: the trace (its ends, when long: TRACE_HEAD),
+    stderr, the state and its difference from old and new, for a person
+    to read, with a README.txt that says what the state is. The state is
+    the crash state CRASH that decided the verdict when there is one (a
+    power-loss finding, a run judged after its exit), laid out (the
+    directory the run left is then `left/`), else the directory the run
+    left. EXCERPT: the formatted calls (kept_ends of STEPS calls in
+    all); what was cut is said in it and in res["cut"]."""
     cases = outdir / "cases"
     if cases.is_symlink():
         # never written through (commands/outdir.py refuses it up front)
@@ -3809,13 +3864,29 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
         head = ["(a thin run that timed out: a write marked [thin] was "
                 "recorded with no offset and no snapshot; its reproduce "
                 "command with --keep records every call in full)"]
+    cut = []
+    if steps is not None and steps > len(excerpt):
+        excerpt = excerpt[:TRACE_HEAD] + [cut_line(steps, what="calls")] \
+            + excerpt[TRACE_HEAD:]
+        cut.append(f"trace.txt: the first {TRACE_HEAD} and the last "
+                   f"{TRACE_TAIL} of {steps} calls")
     # a file name that is not UTF-8 as its bytes, as a terminal shows it
     (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n",
                                  errors="surrogateescape")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
         # as the library meant it (trace.clean)
-        (d / "trace.jsonl").write_bytes(trace.read(tr))
+        lines = _copy_trace_ends(tr, d / "trace.jsonl")
+        if lines > TRACE_HEAD + TRACE_TAIL:
+            cut.append(f"trace.jsonl: the first {TRACE_HEAD} and the last "
+                       f"{TRACE_TAIL} of {lines} lines")
+    for name in ("stdout", "stderr"):
+        total = (res.get("output") or {}).get(name)
+        if total is not None and total > runner.OUTPUT_CAP:
+            cut.append(f"{name}: the first {runner.OUTPUT_CAP} of {total} "
+                       "bytes")
+    if cut:
+        res["cut"] = cut
     (d / "stderr.txt").write_text(res["stderr"], errors="surrogateescape")
     old, new = contents(combo)
     name = target_name(combo.spec)
