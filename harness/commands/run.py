@@ -116,6 +116,13 @@ def add_sweep_options(p):
                         "auto (the preload, but the supervisor for static, "
                         "Go and setuid programs and where the preload's "
                         "baseline misses changes; default)")
+    p.add_argument("--tx", metavar="SPEC", action="append", default=[],
+                   help="run the cases in pytest-xdist workers of this "
+                        "execnet gateway instead of this machine's pool; "
+                        "repeatable: '2*popen' (two processes here), "
+                        "'4*ssh=HOST//python=/usr/bin/python3' (four on "
+                        "HOST, which needs the same tree built at the same "
+                        "path); the reports are those of a local run")
     p.add_argument("--budget", metavar="TIME",
                    help="how long the cases may take, as estimated from "
                         "the baselines (e.g. 90s, 10m, 2h, or 0 for no "
@@ -319,8 +326,33 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):
         argv += ["-k", args.keyword]
-    # The plugin's own pool, not xdist's -n: see Sweep.start_pool.
+    # The plugin's own pool, not xdist's -n: see Sweep.start_pool; but
+    # xdist's gateways where asked for, to spread the cases over machines
     argv += ["--cc-jobs", str(jobs)]
+    argv += tx_args(getattr(args, "tx", None))
+    return argv
+
+
+def tx_args(specs):
+    """--tx SPEC... as pytest-xdist's options; UsageError when xdist is
+    not installed or a spec is empty."""
+    if not specs:
+        return []
+    try:
+        import xdist  # noqa: F401  (python3-pytest-xdist)
+        import execnet
+    except ImportError:
+        raise UsageError("--tx: pytest-xdist is not installed (Debian: "
+                         "apt-get install python3-pytest-xdist)") from None
+    argv = ["--dist", "load"]
+    for spec in specs:
+        if not spec.strip():
+            raise UsageError("--tx: empty gateway spec")
+        try:
+            execnet.XSpec(spec.split("*", 1)[-1])
+        except Exception as e:  # execnet's own error for a bad spec
+            raise UsageError(f"--tx: '{spec}': {e}") from None
+        argv += ["--tx", spec]
     return argv
 
 

@@ -7,9 +7,15 @@ output, `-k`, `-x` and the exit status; this plugin adds the enumeration
 before collection, the pool of worker processes (harness/engine/pool.py), the
 results directory and the reports, junit.xml included, after the session.
 
-With xdist the controller enumerates (it is the only process that runs
-pytest_configure with no `workerinput`) and the workers read the case list
-from the work directory, so every worker collects the same items.
+With pytest-xdist (`crashcheck run --tx 2*popen`, `--tx
+ssh=HOST//python=/usr/bin/python3`) the controller enumerates (it is the
+only process that runs pytest_configure with no `workerinput`), and the
+workers, on this machine or others, read the case list from the
+controller's work directory (its path in their workerinput; copied to
+the same path on a machine of another gateway, pytest_xdist_newgateway),
+so every worker collects the same items; each result comes back to the
+controller with its test report (user_properties), and the controller
+writes the reports as a local run would.
 """
 
 import hashlib
@@ -115,6 +121,22 @@ def _is_worker(config):
     return hasattr(config, "workerinput")
 
 
+def _spread(config):
+    """How many xdist workers run the cases (--tx N*SPEC, summed), or 0
+    when the sweep runs on this machine's pool."""
+    specs = getattr(config.option, "tx", None) or []
+    if getattr(config.option, "dist", "no") == "no" or not specs:
+        return 0
+    n = 0
+    for spec in specs:
+        count, star, _ = spec.partition("*")
+        n += int(count) if star and count.isdigit() else 1
+    return n
+
+
+RESULT_PROPERTY = "crashcheck-result"
+
+
 def settings_from(config):
     faults = config.getoption("--cc-faults")
     kinds = sweep.KINDS if faults == "all" else tuple(
@@ -150,6 +172,9 @@ def settings_from(config):
         sample=config.getoption("--cc-sample"),
         budget=config.getoption("--cc-budget") or None,
         sharded=bool(config.getoption("--cc-shard")),
+        spread=_spread(config),
+        work_dir=Path(config.workerinput["cc_work"])
+        if _is_worker(config) and "cc_work" in config.workerinput else None,
         fs=config.getoption("--cc-fs"),
         fail_on=config.getoption("--cc-fail-on"),
         timeout=config.getoption("--cc-timeout"))
@@ -230,6 +255,7 @@ class Sweep:
         self.started = time.time()
         self.interrupted = None     # what stopped the session early
         self.selected = None        # ids of the cases this session judges
+        self.copies = []            # (gateway, [directories]) copied to other machines
 
     @property
     def work(self):
@@ -256,15 +282,10 @@ class Sweep:
         return self._judge
 
     def run_case(self, case):
-        """Execute and judge one case. Under xdist its result goes to the
-        work directory, where pytest_sessionfinish in the controller
-        gathers it; otherwise outcome() keeps it."""
-        res = self.judge().execute(case)
-        if _is_worker(self.config):
-            path = self.work / "results" / (sweep.safe_name(res["id"]) + ".json")
-            with open(path, "w") as fh:
-                json.dump(res, fh)
-        return res
+        """Execute and judge one case. Under xdist its result goes back
+        to the controller with the item's report (CaseItem.runtest,
+        pytest_runtest_logreport); otherwise outcome() keeps it."""
+        return self.judge().execute(case)
 
     # ---- the pool
     # pytest runs the items one after the other; the cases behind them run
@@ -414,6 +435,14 @@ def pytest_configure(config):
             raise pytest.UsageError() from None
         wanted = set(config.getoption("--cc-case"))
         unknown = wanted - {c.id for c in state.load_cases()}
+        if state.settings.spread and not config.getoption("keyword"):
+            # under xdist the workers collect; this process judges none,
+            # and every case it was to have a result for must come back
+            shard = config.getoption("--cc-shard")
+            k, n = parse_shard(shard) if shard else (1, 1)
+            state.selected = [c.id for c in state.cases
+                              if (not wanted or c.id in wanted)
+                              and (not shard or sweep.in_shard(c.id, k, n))]
         if unknown:
             sweep.remove_work(state.settings.work_link)
             outdir.release(state.settings.out, refused=True)
@@ -462,6 +491,9 @@ class CaseItem(pytest.Item):
 
     def runtest(self):
         res = self.config._crashcheck.outcome(self.case)
+        if _is_worker(self.config):
+            # to the controller, which may be on another machine
+            self.user_properties.append((RESULT_PROPERTY, res))
         if not res["passed"]:
             raise CaseFailed(f"{res['id']}: {res['verdict']}: {res['finding']}\n"
                              f"{res['explanation']}\nreproduce: {res['reproduce']}")
@@ -578,6 +610,75 @@ def _duration(seconds):
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist, in the controller) where a worker finds the cases and the
+    baselines: the controller's work directory."""
+    state = getattr(node.config, "_crashcheck", None)
+    if state is not None:
+        node.workerinput["cc_work"] = str(state.work)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_newgateway(gateway):
+    """(xdist, in the controller) a gateway to another machine gets the
+    work directory, the baselines' traces and snapshots, at the same
+    path there (a case's runs are aimed by the paths its baseline
+    recorded), and an audit's inputs (.audit); a gateway on this machine
+    (popen) shares them already."""
+    state = _STATE.get("sweep")
+    if state is None or getattr(gateway.spec, "popen", False):
+        return
+    dirs = [state.work] + sorted({Path(p).parent for p in
+                                  state.config.getoption("--cc-audit")})
+    for d in dirs:
+        copy_to(gateway, d)
+    # removed there at the end (pytest_sessionfinish): ours, made there
+    state.copies.append((gateway, [str(d) for d in dirs]))
+
+
+def remove_copies(state):
+    """The copies pytest_xdist_newgateway made on other machines, removed
+    while their gateways still stand; a gateway gone is its machine's
+    to clean (its scratch)."""
+    for gateway, dirs in state.copies:
+        try:
+            ch = gateway.remote_exec(
+                "import shutil\n"
+                "for d in channel.receive(): shutil.rmtree(d, ignore_errors=True)\n"
+                "channel.send(True)")
+            ch.send(dirs)
+            ch.receive(30)
+        except Exception:       # execnet's errors: the gateway is gone
+            pass
+    state.copies = []
+
+
+def copy_to(gateway, path, dest=None):
+    """PATH (a directory) onto the machine of an execnet GATEWAY, at DEST
+    (default: the same path), with execnet's rsync, waiting for it."""
+    import execnet
+    dest = str(dest or path)
+    gateway.remote_exec(
+        "import os; os.makedirs(channel.receive(), exist_ok=True)"
+    ).send(dest)
+    sync = execnet.RSync(str(path))
+    sync.add_target(gateway, dest)
+    sync.send()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_runtest_logreport(report):
+    """(the controller under xdist) a case's result, from its report."""
+    state = _STATE.get("sweep")
+    if state is None or _is_worker(state.config):
+        return
+    for name, value in getattr(report, "user_properties", ()) or ():
+        if name == RESULT_PROPERTY and isinstance(value, dict):
+            state.collected[value["id"]] = value
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     """Gather every case's result, write the reports, and fail the session
     when a buggy variant went uncaught (no single case fails for that)."""
@@ -588,6 +689,7 @@ def pytest_sessionfinish(session, exitstatus):
     state.stop_pool()
     if _is_worker(config):
         return
+    remove_copies(state)
     results = list(state.collected.values())
     rdir = state.work / "results"
     if rdir.is_dir():               # xdist's workers leave theirs here

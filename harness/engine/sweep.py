@@ -105,6 +105,8 @@ class Settings:
     sample: int | None = None                   # cases sampled inside a group (select); None: by the budget
     budget: float | None = BUDGET               # seconds the cases may take (choose_sample); None: no limit
     sharded: bool = False                       # --shard: every case unless --sample (the shards must agree)
+    spread: int = 0                             # processes of other machines' (--tx) that run the cases; 0: the jobs
+    work_dir: Path | None = None                # a worker's (--tx): the controller's work directory
     fs: str | None = None                       # --fs: runs on this real filesystem
     fs_options: str = ""                        # its mount options (validate-models)
     fail_on: str | None = None                  # --fail-on; None: each spec's
@@ -118,6 +120,8 @@ class Settings:
     def work(self):
         """The work directory, the link resolved: the library records
         real paths, and "inside the work directory" is a prefix test."""
+        if self.work_dir is not None:
+            return self.work_dir
         link = self.work_link
         return link.resolve() if link.is_symlink() else link
 
@@ -1008,11 +1012,11 @@ def enumerate_cases(specs, settings, log=print):
     totals.setdefault("groups", 0)
     grouping = dict(exhaustive=sample is None, sample=sample,
                     seed=settings.seed, budget=settings.budget,
-                    estimate=round(estimate, 1), jobs=settings.jobs,
+                    estimate=round(estimate, 1),
+                    jobs=settings.spread or settings.jobs,
                     **totals)
-    grouping["estimate_kept"] = round(estimate_of(everything, sample,
-                                                  settings.seed,
-                                                  settings.jobs), 1)
+    grouping["estimate_kept"] = round(estimate_of(
+        everything, sample, settings.seed, grouping["jobs"]), 1)
     with open(work / GROUPING_FILE, "w") as fh:
         json.dump(grouping, fh)
     if totals["cases"] > totals["kept"]:
@@ -1103,7 +1107,8 @@ def choose_sample(everything, settings):
     estimate is this machine's and the shards must agree on the cases.
     Past the budget, the largest sample that fits it, down to the first
     and the last of each group."""
-    whole = estimate_of(everything, None, settings.seed, settings.jobs)
+    jobs = settings.spread or settings.jobs
+    whole = estimate_of(everything, None, settings.seed, jobs)
     if settings.exhaustive:
         return None, whole
     if settings.sample is not None:
@@ -1112,13 +1117,13 @@ def choose_sample(everything, settings):
             whole <= settings.budget:
         return None, whole
     lo, hi = 0, max((found.count() for found in everything), default=0)
-    if estimate_of(everything, hi, settings.seed, settings.jobs) \
+    if estimate_of(everything, hi, settings.seed, jobs) \
             <= settings.budget:
         return None, whole
     # the estimate grows with the sample: the largest that fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate_of(everything, mid, settings.seed, settings.jobs) \
+        if estimate_of(everything, mid, settings.seed, jobs) \
                 <= settings.budget:
             lo = mid
         else:
