@@ -787,6 +787,13 @@ def write_reports(config, state, results, interrupted):
     try:
         with open(state.work / sweep.GROUPING_FILE) as fh:
             meta["grouping"] = json.load(fh)
+        # what the cases were estimated to take is a measurement: under
+        # timing, with the durations (results.json is otherwise the same
+        # from one identical run to the next)
+        meta["timing"]["estimate"] = {
+            k: meta["grouping"].pop(k) for k in ("estimate", "estimate_kept",
+                                                 "jobs")
+            if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
     # which backend ran each program, and why (sweep.record_baseline)

@@ -2258,6 +2258,8 @@ def load_run(scratch):
                      signal=info["signal"], timed_out=info["timed_out"],
                      duration=info["duration"],
                      stdout=b"", stderr=info["stderr"].encode(),
+                     stdout_size=info.get("stdout_size", 0),
+                     stderr_size=info.get("stderr_size", 0),
                      trace_path=scratch / "trace.jsonl",
                      outlived=info.get("outlived", []))
     return Outcome(run=run, scratch=scratch,
@@ -2320,6 +2322,8 @@ def save_run(out, how="preload", why=""):
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
+            # what it wrote in all (the text above keeps OUTPUT_CAP bytes)
+            "stdout_size": r.stdout_size, "stderr_size": r.stderr_size,
             "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
@@ -3423,7 +3427,8 @@ class Judge:
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
-        if run is not None and (run.stdout_truncated or run.stderr_truncated):
+        if run is not None and max(run.stdout_size, run.stderr_size) > \
+                runner.OUTPUT_CAP:
             # what the program wrote, of which OUTPUT_CAP bytes are kept
             res["output"] = {"stdout": run.stdout_size,
                              "stderr": run.stderr_size}

@@ -974,7 +974,8 @@ def run_facts(summary):
         facts.append(("shards", str(len(run["shards"]))))
     grouping = run.get("grouping") or {}
     if summary.get("sampled"):
-        facts.append(("cases", _sampled_fact(grouping)))
+        facts.append(("cases", _sampled_fact(grouping,
+                                             timing.get("estimate"))))
     backends = run.get("backends") or {}
     if isinstance(backends, dict) and backends:
         said = []
@@ -998,16 +999,19 @@ def run_facts(summary):
     return facts
 
 
-def _sampled_fact(g):
-    """How a sampled run chose its cases (run.grouping), in words."""
+def _sampled_fact(g, estimated=None):
+    """How a sampled run chose its cases (run.grouping, and the estimate
+    of timing.estimate), in words."""
     text = (f"{g['kept']} of {g['cases']}: of each group of calls (by call "
             f"site, file and fault; {g.get('groups')} groups) the first, the "
             f"last and {g.get('sample')} sampled between them with seed "
             f"{g.get('seed')}")
-    budget, estimate = g.get("budget"), g.get("estimate")
+    estimated = estimated if isinstance(estimated, dict) else {}
+    budget, estimate = g.get("budget"), estimated.get("estimate")
     if _is_number(budget) and _is_number(estimate) and estimate > budget:
         text += (f", as every case would take about {_seconds(estimate)} on "
-                 f"{g.get('jobs')} jobs, past the {_seconds(budget)} budget")
+                 f"{estimated.get('jobs')} jobs, past the {_seconds(budget)} "
+                 "budget")
     return text + "; --exhaustive for every one"
 
 
