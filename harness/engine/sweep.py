@@ -2154,8 +2154,11 @@ def eintr_possible(faulted, workdir):
     SA_RESTART (the trace's "intr", faults/record.c); True when one of
     them says otherwise or the trace does not say."""
     base = str(workdir).rstrip("/") + "/"
+    # a full disk's real ENOSPC is marked fault=True (full_disk_hits),
+    # a planned fault's record carries its rule
     hits = [r for r in trace.calls(faulted)
-            if (r.get("fault") or {}).get("action") == "EINTR"]
+            if isinstance(r.get("fault"), dict)
+            and r["fault"].get("action") == "EINTR"]
     if not hits:
         return True
     for r in hits:
