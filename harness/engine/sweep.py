@@ -13,6 +13,7 @@ case is then executed and judged by `execute` in whichever pytest worker
 gets it. Both sides share only the work directory on disk.
 """
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -2495,15 +2496,21 @@ class Judge:
         hit = self.checks.get(combo, key, expect)
         if hit is not None:
             return hit
-        scratch = (Path(tempfile.mkdtemp(prefix="state-", dir=self.scratch_root))
-                   if self.scratch_root is not None
-                   else runner.make_scratch("crashcheck-state-"))
-        try:
-            explorer.layout(state, scratch)
-            res = self.check(combo, scratch, expect, cache=False)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        self.checks.put(combo, key, expect, res)
+        with self.checks.claim(combo, key, expect):
+            # judged by another process while this one waited
+            hit = self.checks.get(combo, key, expect)
+            if hit is not None:
+                return hit
+            scratch = (Path(tempfile.mkdtemp(prefix="state-",
+                                             dir=self.scratch_root))
+                       if self.scratch_root is not None
+                       else runner.make_scratch("crashcheck-state-"))
+            try:
+                explorer.layout(state, scratch)
+                res = self.check(combo, scratch, expect, cache=False)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            self.checks.put(combo, key, expect, res)
         return res
 
     def check(self, combo, directory, expect, cache=True):
@@ -3616,6 +3623,24 @@ class CheckCache:
         except OSError:
             pass
         return counts
+
+    @contextlib.contextmanager
+    def claim(self, combo, key, expect):
+        """Held while this process judges a state: another process of
+        the pool that meets the same state waits, then finds the answer
+        (get), so that each distinct state is judged once in the whole
+        sweep, not once per process that meets it first at the same
+        time. Without a lock to be had (no room), no wait."""
+        name = self._name(combo, key, expect)
+        try:
+            self.dir.mkdir(exist_ok=True)
+            fh = open(self.dir / f".lock-{name}", "a")
+        except OSError:
+            yield
+            return
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
 
     def put(self, combo, key, expect, res):
         name = self._name(combo, key, expect)
