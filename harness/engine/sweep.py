@@ -80,7 +80,8 @@ SAMPLE = 3
 # The default time budget of a sweep's cases, in seconds of wall time on
 # the sweep's jobs (--budget): every case runs when the estimate fits it,
 # and only then (choose_sample). Five minutes: a user waits that long for
-# an audit, and `make run` (about 4,800 cases) takes a tenth of it.
+# an audit, and `make run` (4,755 cases) took under a minute of it
+# on two loaded cores (docs/benchmarks.md).
 BUDGET = 300.0
 
 
