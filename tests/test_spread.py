@@ -9,6 +9,7 @@ one into another directory.
 """
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -20,9 +21,10 @@ CRASHCHECK = ROOT / "scripts" / "crashcheck"
 pytest.importorskip("xdist")
 
 
-def cc(*args, timeout=600):
+def cc(*args, timeout=600, env=None):
     return subprocess.run([str(CRASHCHECK), *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def comparable(out):
@@ -47,14 +49,21 @@ def checkpointer(tmp_path_factory):
     return out
 
 
-def test_popen_gateways_give_a_local_runs_verdicts(tmp_path, checkpointer):
+@pytest.mark.parametrize("remote", [False, True],
+                         ids=["popen", "as-if-remote"])
+def test_popen_gateways_give_a_local_runs_verdicts(tmp_path, checkpointer,
+                                                   remote):
     new = tmp_path / "new"
     new.write_bytes(bytes(range(256)) * 7 + b"end\n" * 32)
     argv = ["--new", new, "--", checkpointer, "{new}", "{target}"]
     # the same directory's name: a case's "dir" is under it
     local = cc("audit", "--out", tmp_path / "local" / "out", *argv)
+    # as-if-remote: each worker keeps its case directories in a scratch
+    # of its own and sends them back packed, as a worker of an ssh
+    # gateway does (plugin.pack_case_dir)
+    env = dict(os.environ, CRASHCHECK_TX_REMOTE="1") if remote else None
     spread = cc("audit", "--out", tmp_path / "spread" / "out", "--tx",
-                "2*popen", *argv)
+                "2*popen", *argv, env=env)
     assert local.returncode == spread.returncode == 1, \
         local.stdout + local.stderr + spread.stdout + spread.stderr
     a = comparable(tmp_path / "local" / "out")
@@ -71,8 +80,42 @@ def test_popen_gateways_give_a_local_runs_verdicts(tmp_path, checkpointer):
     assert "bringing up nodes..." not in local.stdout
     # the findings' directories came back too: they are in --out
     case = next(c for c in b["cases"] if not c["passed"])
-    assert (tmp_path / "spread" / "out" / "cases" / Path(case["dir"]).name /
-            "trace.jsonl").is_file()
+    here = tmp_path / "spread" / "out" / "cases" / Path(case["dir"]).name
+    there = tmp_path / "local" / "out" / "cases" / Path(case["dir"]).name
+    assert sorted(p.relative_to(here) for p in here.rglob("*")) == \
+        sorted(p.relative_to(there) for p in there.rglob("*"))
+    # (a trace holds process ids: it differs from run to run)
+    for name in ("README.txt", "diff.txt", "state/target"):
+        assert (here / name).read_bytes() == (there / name).read_bytes()
+
+
+def test_a_packed_case_directory_stays_inside_cases(tmp_path):
+    import base64
+    import io
+    import tarfile
+    from harness.engine import plugin
+    d = tmp_path / "case"
+    (d / "state").mkdir(parents=True)
+    (d / "result.json").write_text("{}")
+    os.symlink("/etc", d / "state" / "etc")
+    text = plugin.pack_case_dir(d)
+    assert not d.exists()
+    cases = tmp_path / "out" / "cases"
+    assert plugin.unpack_case_dir(text, cases) == "case"
+    assert os.readlink(cases / "case" / "state" / "etc") == "/etc"
+    # one crafted to write through its own link, or outside: refused
+    for names in (["case/state/etc", "case/state/etc/passwd"],
+                  ["case/../escape"], ["/abs"], ["a/x", "b/y"]):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for n in names:
+                info = tarfile.TarInfo(n)
+                if n == "case/state/etc":
+                    info.type, info.linkname = tarfile.SYMTYPE, "/tmp"
+                tar.addfile(info, io.BytesIO(b""))
+        bad = base64.b64encode(buf.getvalue()).decode()
+        assert plugin.unpack_case_dir(bad, tmp_path / "other") is None, names
+    assert not (tmp_path / "escape").exists()
 
 
 def test_bad_tx_is_one_line(tmp_path):

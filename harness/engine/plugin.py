@@ -135,6 +135,16 @@ def _spread(config):
 
 
 RESULT_PROPERTY = "crashcheck-result"
+CASE_DIR_PROPERTY = "crashcheck-case-dir"
+# (tests) treat this machine's gateways as another machine's: each case
+# directory comes back packed, as from an ssh gateway
+FORCE_REMOTE = "CRASHCHECK_TX_REMOTE"
+
+
+def _remote(config):
+    """Whether this process is an xdist worker on another machine than
+    the controller's (its case directories go back with its reports)."""
+    return _is_worker(config) and bool(config.workerinput.get("cc_remote"))
 
 
 def settings_from(config):
@@ -256,6 +266,12 @@ class Sweep:
         self.interrupted = None     # what stopped the session early
         self.selected = None        # ids of the cases this session judges
         self.copies = []            # (gateway, [directories]) copied to other machines
+        self.own_out = None         # a remote worker's: where its case directories go
+        if _remote(config):
+            # the controller's --out is not here: a scratch directory of
+            # this worker's holds each case's directory until it is sent
+            self.own_out = runner.make_scratch("crashcheck-cases-") / "out"
+            self.settings.out = self.own_out
 
     @property
     def work(self):
@@ -494,6 +510,11 @@ class CaseItem(pytest.Item):
         if _is_worker(self.config):
             # to the controller, which may be on another machine
             self.user_properties.append((RESULT_PROPERTY, res))
+            if _remote(self.config) and res.get("dir"):
+                self.user_properties.append(
+                    (CASE_DIR_PROPERTY, pack_case_dir(
+                        self.config._crashcheck.own_out / "cases"
+                        / Path(res["dir"]).name)))
         if not res["passed"]:
             raise CaseFailed(f"{res['id']}: {res['verdict']}: {res['finding']}\n"
                              f"{res['explanation']}\nreproduce: {res['reproduce']}")
@@ -617,6 +638,9 @@ def pytest_configure_node(node):
     state = getattr(node.config, "_crashcheck", None)
     if state is not None:
         node.workerinput["cc_work"] = str(state.work)
+        node.workerinput["cc_remote"] = bool(
+            not getattr(node.gateway.spec, "popen", False)
+            or os.environ.get(FORCE_REMOTE))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -667,15 +691,79 @@ def copy_to(gateway, path, dest=None):
     sync.send()
 
 
+def pack_case_dir(path):
+    """A case directory as a gzipped tar, base64 text (what an execnet
+    channel carries), removed here once packed: a remote worker's."""
+    import base64
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(path, arcname=path.name)
+    shutil.rmtree(path, ignore_errors=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def unpack_case_dir(text, cases):
+    """pack_case_dir's TEXT into CASES (the controller's --out/cases/),
+    replacing crashcheck's own directory of that name (outdir), never
+    writing outside it: its one top directory, no absolute names, no
+    '..', nothing under a link it holds, no devices. The directory's
+    name, or None when refused."""
+    import base64
+    import io
+    import tarfile
+    from ..commands.outdir import remove_case_dir
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(text)),
+                      mode="r:gz") as tar:
+        members = tar.getmembers()
+        tops = {m.name.split("/", 1)[0] for m in members}
+        links = {m.name for m in members if m.issym() or m.islnk()}
+        if len(tops) != 1:
+            return None
+        top, = tops
+        for m in members:
+            parts = m.name.split("/")
+            if m.name.startswith("/") or ".." in parts or top != sweep.safe_name(top) \
+                    or not (m.isfile() or m.isdir() or m.issym()) \
+                    or any("/".join(parts[:i]) in links
+                           for i in range(1, len(parts))):
+                return None
+        cases.mkdir(parents=True, exist_ok=True)
+        if cases.is_symlink():
+            return None
+        if (cases / top).exists() and not remove_case_dir(cases / top):
+            return None
+        tar.extractall(cases, members=members)
+    return top
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_runtest_logreport(report):
-    """(the controller under xdist) a case's result, from its report."""
+    """(the controller under xdist) a case's result, from its report,
+    and its directory from a worker on another machine."""
     state = _STATE.get("sweep")
     if state is None or _is_worker(state.config):
         return
-    for name, value in getattr(report, "user_properties", ()) or ():
-        if name == RESULT_PROPERTY and isinstance(value, dict):
-            state.collected[value["id"]] = value
+    props = dict((k, v) for k, v in
+                 getattr(report, "user_properties", ()) or ())
+    res = props.get(RESULT_PROPERTY)
+    if not isinstance(res, dict):
+        return
+    if CASE_DIR_PROPERTY in props:
+        out = state.settings.out
+        top = unpack_case_dir(props[CASE_DIR_PROPERTY], out / "cases")
+        if top is not None:
+            d = out / "cases" / top
+            try:
+                res["dir"] = str(d.relative_to(out.parent)) + "/"
+            except ValueError:
+                res["dir"] = str(d) + "/"
+        else:
+            res["dir"] = ""
+            res["dir_error"] = ("its directory could not be saved: the "
+                                "worker's copy was refused")
+    state.collected[res["id"]] = res
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -959,6 +1047,8 @@ def pytest_unconfigure(config):
         state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
+    if state.own_out is not None:
+        shutil.rmtree(state.own_out.parent, ignore_errors=True)
     if not _is_worker(config):
         if not state.settings.keep:
             sweep.remove_work(state.settings.work_link)
