@@ -68,3 +68,32 @@ def test_a_spinning_loud_case_leaves_a_small_directory(tmp_path):
     # the whole directory: the ends of the trace, the outputs' first
     # 64 KiB, the reports
     assert tree_bytes(out) < 4 << 20, tree_bytes(out)
+
+
+def test_output_past_the_cap_gives_its_memory_back():
+    # what a capture file holds past OUTPUT_CAP is punched out, its size
+    # kept: the run's output is counted, not held
+    fd = os.memfd_create("bounds-test")
+    with os.fdopen(fd, "w+b") as fh:
+        fh.write(b"a" * runner.OUTPUT_CAP + b"b" * (8 << 20))
+        fh.flush()
+        held = os.fstat(fh.fileno()).st_blocks * 512
+        assert held >= 8 << 20
+        runner._trim(fh)
+        st = os.fstat(fh.fileno())
+        assert st.st_size == runner.OUTPUT_CAP + (8 << 20)
+        assert st.st_blocks * 512 <= runner.OUTPUT_CAP + (64 << 10)
+        data, cut, size = runner._read_capped(fh, runner.OUTPUT_CAP)
+        assert data == b"a" * runner.OUTPUT_CAP and cut and size == st.st_size
+
+
+def test_a_long_loud_run_is_counted_whole(tmp_path):
+    # 40 MB over about a second: trimmed while it runs (TRIM_EVERY), the
+    # first OUTPUT_CAP bytes kept, every byte counted
+    script = ("for i in 1 2 3 4 5 6 7 8; do head -c 5000000 /dev/zero; "
+              "sleep 0.15; done")
+    r = runner.run(["/bin/sh", "-c", script], cwd=tmp_path, timeout=60,
+                   preload=False)
+    assert r.status == 0
+    assert r.stdout == b"\0" * runner.OUTPUT_CAP and r.stdout_truncated
+    assert r.stdout_size == 40_000_000
