@@ -72,7 +72,7 @@ def test_a_correct_store_is_clean_and_its_checker_runs_once_per_state(
     # unconfined: the checker's runs are counted by its log, outside the
     # state's directory, which confinement would throw away
     monkeypatch.setenv("CRASHCHECK_CONFINE", "off")
-    # one job: two processes may both judge a state neither has seen
+    # one job (two: test_two_jobs_judge_each_state_once)
     r = kv_audit(minikv, tmp_path, extra=("--jobs", "1"))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = results(tmp_path / "out")
@@ -89,6 +89,24 @@ def test_a_correct_store_is_clean_and_its_checker_runs_once_per_state(
     assert checker["states"] == judged > 0
     assert runs == checker["distinct_states"] + checker["distinct_dirs"]
     assert checker["distinct_states"] < judged / 4
+
+
+def test_two_jobs_judge_each_state_once(minikv, tmp_path, monkeypatch):
+    # the pool's two processes meet the same crash states at the same
+    # time (each model's power-loss cases explore one baseline): the one
+    # that claims a state first judges it, the other waits for the answer
+    # (unconfined: the checker's log is outside the state's directory)
+    monkeypatch.setenv("CRASHCHECK_CONFINE", "off")
+    for rnd in range(3):
+        out = tmp_path / f"r{rnd}"
+        out.mkdir()
+        r = kv_audit(minikv, out, extra=("--jobs", "2", "--faults",
+                                         "baseline,powerloss"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = results(out / "out")
+        checker = doc["summary"]["run"]["checker"]
+        runs = len((out / "checks.log").read_text().splitlines())
+        assert runs == checker["distinct_states"] + checker["distinct_dirs"]
 
 
 def test_no_fsync_before_rename_is_torn_under_both_models(minikv, tmp_path):

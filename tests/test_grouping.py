@@ -1,8 +1,12 @@
-"""Cases in proportion to what a program does (issue 22, Scale): the
-sweep groups a trace's calls by call site, file and fault, and runs the
-first, the last and a seeded sample of each group; `--exhaustive` runs
-every one; `--case` finds any case whatever the grouping kept; the
-progress line counts cases and says how long is left.
+"""Every case when it fits the budget, a sample past it (issues 22 and
+34): the sweep estimates from the baselines what every case would take;
+when that fits --budget (5 minutes by default) every case runs, else
+it groups a trace's calls by call site, file and fault, and runs the
+first, the last and as large a seeded sample of each group as fits, and
+says SAMPLED on the console, in the reports' badges, junit and SARIF,
+with `clean` false; `--sample N` samples whatever the budget,
+`--exhaustive` runs every one; `--case` finds any case whatever the
+grouping kept; the progress line counts cases and says how long is left.
 
 The program is GNU dd with bs=1, which copies a file one write(2) per
 byte: hundreds of calls from one call site on one file, like GNU ed's
@@ -76,7 +80,7 @@ def test_select_keeps_first_last_and_a_seeded_sample():
 # ------------------------------------------------------------- a real program
 
 def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
-    doc, r = audit_dd(tmp_path, 300)
+    doc, r = audit_dd(tmp_path, 300, "--sample", sweep.SAMPLE)
     forms = by_form(doc)
     assert set(forms) == {"=EINTR", "++=ENOSPC", "=EIO", "++=EIO", "=crash",
                           "=crash-after"}
@@ -89,9 +93,11 @@ def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
     assert g["exhaustive"] is False and g["sample"] == sweep.SAMPLE
     assert g["seed"] == 0 and g["calls"] >= 300
     assert g["kept"] == len(doc["cases"]) < g["cases"] / 20
-    assert f"{g['kept']} of {g['cases']} cases" in r.stderr
+    assert f"SAMPLED {g['kept']} of {g['cases']} cases: as --sample asks" \
+        in r.stderr
     md = (tmp_path / "out" / "report.md").read_text()
     assert f"cases {g['kept']} of {g['cases']}: of each group" in md
+    assert doc["summary"]["clean"] is False
     # the crash points are grouped alike: after the first and the last
     # write, and a few between
     points = [c["call"] for c in doc["cases"] if c["kind"] == "powerloss"
@@ -101,7 +107,8 @@ def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
 
 
 def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
-    grouped, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss")
+    grouped, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss",
+                          "--sample", sweep.SAMPLE)
     every, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss",
                         "--exhaustive", out="all")
     assert by_form(every) == {"=EIO": list(range(1, 25)),
@@ -115,7 +122,8 @@ def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
 
 
 def test_a_case_the_grouping_left_out_still_reruns(tmp_path):
-    doc, _ = audit_dd(tmp_path, 40, "--faults", "eio")
+    doc, _ = audit_dd(tmp_path, 40, "--faults", "eio", "--sample",
+                      sweep.SAMPLE)
     kept = set(by_form(doc)["=EIO"])
     left_out = min(set(range(1, 41)) - kept)
     case = f"dd-write(target)#{left_out}=EIO"
@@ -147,3 +155,146 @@ def test_bad_sample_is_one_line(tmp_path, value):
     assert r.returncode == 2
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("crashcheck: --sample: ")
+
+
+@pytest.mark.parametrize("value", ["-1", "soon", "5x"])
+def test_bad_budget_is_one_line(tmp_path, value):
+    r = cc("audit", "--out", tmp_path / "out", "--budget", value,
+           "--contract", "in-place", "--new", "/etc/hostname", "--", *DD)
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crashcheck: --budget: ")
+
+
+# ------------------------------------------------------ the time budget
+
+def found(n_faults, n_points, seconds, models=2):
+    """A Found of one group of N_FAULTS fault cases and one of N_POINTS
+    crash points, each case estimated at SECONDS."""
+    def case(i, kind):
+        return sweep.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
+    return sweep.Found(
+        [case(0, "baseline")],
+        [(("site", "write"), case(i, "fault")) for i in range(n_faults)],
+        [(("site", "write"), [case(i, f"m{m}") for m in range(models)])
+         for i in range(n_points)],
+        models=models, seconds=seconds)
+
+
+def test_count_kept_is_what_choose_keeps():
+    f = found(40, 30, 0.01)
+    for sample in (None, 0, 1, 3, 17, 38, 100):
+        assert sweep.count_kept(f, sample, 0) == \
+            len(sweep.choose(f, sample, 0)), sample
+    assert sweep.count_kept(f, None, 0) == 1 + 40 + 30 * 2
+    # a model's cases, then the next model's
+    kinds = [c.kind for c in sweep.choose(f, 3, 0)]
+    assert kinds == ["baseline"] + ["fault"] * 5 + ["m0"] * 5 + ["m1"] * 5
+
+
+def test_every_case_when_the_estimate_fits_the_budget():
+    f = [found(40, 30, 0.01), found(400, 10, 0.02)]
+    # every case: 101 * 0.01 + 421 * 0.02 seconds, on 2 jobs
+    whole = (101 * 0.01 + 421 * 0.02) / 2
+    s = settings(jobs=2, budget=whole + 0.01)
+    sample, estimate = sweep.choose_sample(f, s)
+    assert sample is None and estimate == pytest.approx(whole)
+    # past it: the largest sample that fits, and it fits
+    s = settings(jobs=2, budget=whole / 4)
+    sample, _ = sweep.choose_sample(f, s)
+    assert sample is not None
+    assert sweep.estimate_of(f, sample, 0, 2) <= whole / 4 \
+        < sweep.estimate_of(f, sample + 1, 0, 2)
+    # not even the ends of each group fit: those, and no fewer
+    assert sweep.choose_sample(f, settings(jobs=2, budget=0.001))[0] == 0
+    # asked for: --sample whatever the budget, --exhaustive every case;
+    # a shard runs every case (its estimate is its machine's)
+    assert sweep.choose_sample(f, settings(budget=1e9, sample=2))[0] == 2
+    assert sweep.choose_sample(f, settings(budget=0.001,
+                                           exhaustive=True))[0] is None
+    assert sweep.choose_sample(f, settings(budget=0.001,
+                                           sharded=True))[0] is None
+    assert sweep.choose_sample(f, settings(budget=None))[0] is None
+
+
+def test_past_the_budget_every_report_says_sampled(tmp_path):
+    # every case of dd's 300 writes is estimated at no less than
+    # CASE_OVERHEAD seconds: far past a budget of 0.1 s
+    doc, r = audit_dd(tmp_path, 300, "--budget", "0.1")
+    g = doc["summary"]["run"]["grouping"]
+    assert g["kept"] == len(doc["cases"]) < g["cases"]
+    assert g["budget"] == 0.1 and "estimate" not in g
+    assert doc["summary"]["timing"]["estimate"]["estimate"] > 0.1
+    words = f"SAMPLED {g['kept']} of {g['cases']} cases"
+    # the first line after the baselines' says so, before any case runs,
+    # and the counts at the end
+    err = r.stderr.splitlines()
+    assert err[0].startswith("crashcheck: recording ")
+    assert err[1].startswith(f"crashcheck: {words}: every case would take "
+                             "about "), err
+    assert "past the 0.1 s budget (--budget)" in err[1]
+    assert f"crashcheck: {words}, 0 findings" in r.stdout
+    s = doc["summary"]
+    assert s["clean"] is False and s["passed"] is True
+    assert s["sampled"] == {"kept": g["kept"], "of": g["cases"]}
+    out = tmp_path / "out"
+    md = (out / "report.md").read_text()
+    assert md.startswith(f"# crashcheck report: {words}\n")
+    assert f"**PASS, {words}**" in md
+    html = (out / "report.html").read_text()
+    assert f'<span class="badge pass">PASS, {words}</span>' in html
+    junit = (out / "junit.xml").read_text()
+    assert f'<testsuites name="crashcheck ({words})"' in junit
+    assert '<property name="clean" value="false" />' in junit
+    sarif = json.loads((out / "results.sarif").read_text())
+    run = sarif["runs"][0]
+    assert run["properties"]["sampled"] == words
+    note, = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["descriptor"]["id"] == "sampled"
+    assert note["message"]["text"].startswith(f"{words}: not a clean pass")
+
+
+def test_default_audit_runs_every_case_and_is_clean(tmp_path):
+    doc, r = audit_dd(tmp_path, 40, "--faults", "eio")
+    g = doc["summary"]["run"]["grouping"]
+    assert g["exhaustive"] is True and g["kept"] == g["cases"]
+    assert by_form(doc)["=EIO"] == list(range(1, 41))
+    assert doc["summary"]["clean"] is True and doc["summary"]["sampled"] is None
+    assert "SAMPLED" not in r.stdout + r.stderr
+
+
+# ------------------------------------------ a defect on one call of many
+
+@pytest.fixture(scope="module")
+def checkpointer(tmp_path_factory):
+    """tests/progs/checkpointer.c: ignores EIO on its 18th write only."""
+    out = tmp_path_factory.mktemp("checkpointer") / "checkpointer"
+    proc = subprocess.run(["cc", "-g", "-O0", "-Wall", "-Wextra", "-o",
+                           str(out), str(ROOT / "tests" / "progs" /
+                                         "checkpointer.c")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_default_audit_finds_the_eighteenth_write(tmp_path, checkpointer):
+    new = tmp_path / "new"
+    new.write_bytes(bytes(range(256)) * 7 + b"end\n" * 32)    # 30 records
+    argv = ["audit", "--new", new, "--faults", "eio", "--model", "posix",
+            "--", checkpointer, "{new}", "{target}"]
+    r = cc(argv[0], "--out", tmp_path / "default", *argv[1:])
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "default" / "results.json").read_text())
+    failed = [c["id"] for c in doc["cases"] if not c["passed"]]
+    assert failed == ["checkpointer-write(target.tmp)#18=EIO"], failed
+    assert "SAMPLED" not in r.stdout + r.stderr
+    # what the sweep did before: a seeded sample of the site's 30 writes
+    # passes it, and says it sampled
+    r = cc(argv[0], "--out", tmp_path / "sampled", "--sample", "3",
+           *argv[1:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "sampled" / "results.json").read_text())
+    assert "checkpointer-write(target.tmp)#18=EIO" not in \
+        {c["id"] for c in doc["cases"]}
+    assert doc["summary"]["clean"] is False
+    assert "crashcheck: SAMPLED " in r.stdout

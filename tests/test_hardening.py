@@ -423,7 +423,10 @@ def test_stored_output_is_capped(signal_sweep):
     case = by_id(results(out))["loud-4097B-baseline"]
     assert case["exit"]["status"] == 0
     assert len(case["stderr"]) < runner.OUTPUT_CAP + 200
-    assert case["stderr"].endswith(f"[stderr truncated at {runner.OUTPUT_CAP} bytes]")
+    assert case["stderr"].endswith(f"[stderr truncated: the first "
+                                   f"{runner.OUTPUT_CAP} of "
+                                   f"{case['output']['stderr']} bytes kept]")
+    assert case["output"]["stderr"] > runner.OUTPUT_CAP
 
 
 def test_huge_output_is_capped_without_blowing_memory(tmp_path):

@@ -308,7 +308,7 @@ def rerun_argv(args):
     # and where: a case the scratch had no room for reruns in the same
     if args.scratch is not None:
         argv += ["--scratch", args.scratch]
-    if args.sample != str(sweep.SAMPLE):
+    if args.sample is not None:
         argv += ["--sample", args.sample]
     if args.exhaustive:
         argv.append("--exhaustive")

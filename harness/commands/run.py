@@ -9,6 +9,7 @@ into ours.
 """
 
 import os
+import re
 import signal
 import sys
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import realfs, spec as specmod
-from ..engine.sweep import KINDS, SAMPLE, parse_shard, parse_size
+from ..engine.sweep import BUDGET, KINDS, parse_shard, parse_size
 from ..judging import models
 from ..engine import outdir
 from ..reports import regress
@@ -117,14 +118,27 @@ def add_sweep_options(p):
                         "auto (the preload, but the supervisor for static, "
                         "Go and setuid programs and where the preload's "
                         "baseline misses changes; default)")
+    p.add_argument("--tx", metavar="SPEC", action="append", default=[],
+                   help="run the cases in pytest-xdist workers of this "
+                        "execnet gateway instead of this machine's pool; "
+                        "repeatable: '2*popen' (two processes here), "
+                        "'4*ssh=HOST//python=/usr/bin/python3' (four on "
+                        "HOST, which needs the same tree built at the same "
+                        "path); the reports are those of a local run")
+    p.add_argument("--budget", metavar="TIME",
+                   help="how long the cases may take, as estimated from "
+                        "the baselines (e.g. 90s, 10m, 2h, or 0 for no "
+                        "limit; default 5m): every case runs when the "
+                        "estimate fits; past it the calls are grouped by "
+                        "call site, file and fault, and of each group the "
+                        "first, the last and as many between them as fit "
+                        "run, and the run says SAMPLED (never a clean pass)")
     p.add_argument("--exhaustive", action="store_true",
-                   help="a case for every traced call and crash point; by "
-                        "default the calls are grouped by call site, file "
-                        "and fault, and of each group the first, the last "
-                        "and a seeded sample between them are run")
-    p.add_argument("--sample", metavar="N", default=str(SAMPLE),
-                   help="cases sampled between the first and the last of "
-                        f"a group (default {SAMPLE})")
+                   help="a case for every traced call and crash point, "
+                        "whatever the budget")
+    p.add_argument("--sample", metavar="N",
+                   help="sample N cases between the first and the last of "
+                        "each group, whatever the budget")
 
 
 def setup_run(p):
@@ -145,6 +159,19 @@ def _int(name, text, lo):
     if n < lo:
         raise UsageError(f"--{name}: {n} is below {lo}")
     return n
+
+
+def budget_arg(text):
+    """--budget TIME in seconds (0: no limit); the default's when not
+    given; UsageError naming the problem."""
+    if text is None:
+        return BUDGET
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*", text)
+    if not m:
+        raise UsageError(f"--budget: '{text}' is not a time (seconds, or "
+                         "with s, m or h: 90s, 10m, 2h; 0 for no limit)")
+    return float(m[1]) * {None: 1, "s": 1, "m": 60, "min": 60,
+                          "h": 3600}[m[2]]
 
 
 def _faults(text):
@@ -249,7 +276,9 @@ def pytest_args(args, spec_paths, out, command):
             "--cc-seed", str(_int("seed", args.seed, 0)),
             "--cc-cap", str(_int("cap", args.cap, 1)),
             *_sector(args.sector),
-            "--cc-sample", str(_int("sample", args.sample, 0)),
+            *(["--cc-sample", str(_int("sample", args.sample, 0))]
+              if args.sample is not None else []),
+            "--cc-budget", str(budget_arg(args.budget)),
             "--cc-command", command,
             # Per-item work in the pytest process competes with the
             # cases for the cores: capture of sys.stdout only, not of the
@@ -299,8 +328,33 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-case", case]
     if getattr(args, "keyword", None):
         argv += ["-k", args.keyword]
-    # The plugin's own pool, not xdist's -n: see Sweep.start_pool.
+    # The plugin's own pool, not xdist's -n: see Sweep.start_pool; but
+    # xdist's gateways where asked for, to spread the cases over machines
     argv += ["--cc-jobs", str(jobs)]
+    argv += tx_args(getattr(args, "tx", None))
+    return argv
+
+
+def tx_args(specs):
+    """--tx SPEC... as pytest-xdist's options; UsageError when xdist is
+    not installed or a spec is empty."""
+    if not specs:
+        return []
+    try:
+        import xdist  # noqa: F401  (python3-pytest-xdist)
+        import execnet
+    except ImportError:
+        raise UsageError("--tx: pytest-xdist is not installed (Debian: "
+                         "apt-get install python3-pytest-xdist)") from None
+    argv = ["--dist", "load"]
+    for spec in specs:
+        if not spec.strip():
+            raise UsageError("--tx: empty gateway spec")
+        try:
+            execnet.XSpec(spec.split("*", 1)[-1])
+        except Exception as e:  # execnet's own error for a bad spec
+            raise UsageError(f"--tx: '{spec}': {e}") from None
+        argv += ["--tx", spec]
     return argv
 
 

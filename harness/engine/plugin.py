@@ -7,9 +7,15 @@ output, `-k`, `-x` and the exit status; this plugin adds the enumeration
 before collection, the pool of worker processes (harness/engine/pool.py), the
 results directory and the reports, junit.xml included, after the session.
 
-With xdist the controller enumerates (it is the only process that runs
-pytest_configure with no `workerinput`) and the workers read the case list
-from the work directory, so every worker collects the same items.
+With pytest-xdist (`crashcheck run --tx 2*popen`, `--tx
+ssh=HOST//python=/usr/bin/python3`) the controller enumerates (it is the
+only process that runs pytest_configure with no `workerinput`), and the
+workers, on this machine or others, read the case list from the
+controller's work directory (its path in their workerinput; copied to
+the same path on a machine of another gateway, pytest_xdist_newgateway),
+so every worker collects the same items; each result comes back to the
+controller with its test report (user_properties), and the controller
+writes the reports as a local run would.
 """
 
 import hashlib
@@ -98,9 +104,13 @@ def pytest_addoption(parser):
     g.addoption("--cc-exhaustive", action="store_true",
                 help="a case for every traced call and crash point (no "
                      "grouping and sampling)")
-    g.addoption("--cc-sample", type=int, default=sweep.SAMPLE,
-                help="cases sampled inside a group of calls (default "
-                     f"{sweep.SAMPLE})")
+    g.addoption("--cc-sample", type=int, default=None,
+                help="cases sampled inside a group of calls, whatever the "
+                     "budget (default: every case when the budget allows)")
+    g.addoption("--cc-budget", type=float, default=sweep.BUDGET,
+                help="seconds the cases may take, as estimated from the "
+                     "baselines: every case when they fit, else sampled "
+                     f"(default {sweep.BUDGET:g}; 0: no limit)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -110,6 +120,32 @@ def pytest_addoption(parser):
 
 def _is_worker(config):
     return hasattr(config, "workerinput")
+
+
+def _spread(config):
+    """How many xdist workers run the cases (--tx N*SPEC, summed), or 0
+    when the sweep runs on this machine's pool."""
+    specs = getattr(config.option, "tx", None) or []
+    if getattr(config.option, "dist", "no") == "no" or not specs:
+        return 0
+    n = 0
+    for spec in specs:
+        count, star, _ = spec.partition("*")
+        n += int(count) if star and count.isdigit() else 1
+    return n
+
+
+RESULT_PROPERTY = "crashcheck-result"
+CASE_DIR_PROPERTY = "crashcheck-case-dir"
+# (tests) treat this machine's gateways as another machine's: each case
+# directory comes back packed, as from an ssh gateway
+FORCE_REMOTE = "CRASHCHECK_TX_REMOTE"
+
+
+def _remote(config):
+    """Whether this process is an xdist worker on another machine than
+    the controller's (its case directories go back with its reports)."""
+    return _is_worker(config) and bool(config.workerinput.get("cc_remote"))
 
 
 def settings_from(config):
@@ -153,6 +189,11 @@ def settings_from(config):
         exhaustive=config.getoption("--cc-exhaustive")
         or bool(config.getoption("--cc-case")),
         sample=config.getoption("--cc-sample"),
+        budget=config.getoption("--cc-budget") or None,
+        sharded=bool(config.getoption("--cc-shard")),
+        spread=_spread(config),
+        work_dir=Path(config.workerinput["cc_work"])
+        if _is_worker(config) and "cc_work" in config.workerinput else None,
         fs=config.getoption("--cc-fs"),
         fail_on=config.getoption("--cc-fail-on"),
         timeout=config.getoption("--cc-timeout"))
@@ -232,6 +273,13 @@ class Sweep:
         self.started = time.time()
         self.interrupted = None     # what stopped the session early
         self.selected = None        # ids of the cases this session judges
+        self.copies = []            # (gateway, [directories]) copied to other machines
+        self.own_out = None         # a remote worker's: where its case directories go
+        if _remote(config):
+            # the controller's --out is not here: a scratch directory of
+            # this worker's holds each case's directory until it is sent
+            self.own_out = runner.make_scratch("crashcheck-cases-") / "out"
+            self.settings.out = self.own_out
 
     @property
     def work(self):
@@ -258,15 +306,10 @@ class Sweep:
         return self._judge
 
     def run_case(self, case):
-        """Execute and judge one case. Under xdist its result goes to the
-        work directory, where pytest_sessionfinish in the controller
-        gathers it; otherwise outcome() keeps it."""
-        res = self.judge().execute(case)
-        if _is_worker(self.config):
-            path = self.work / "results" / (sweep.safe_name(res["id"]) + ".json")
-            with open(path, "w") as fh:
-                json.dump(res, fh)
-        return res
+        """Execute and judge one case. Under xdist its result goes back
+        to the controller with the item's report (CaseItem.runtest,
+        pytest_runtest_logreport); otherwise outcome() keeps it."""
+        return self.judge().execute(case)
 
     # ---- the pool
     # pytest runs the items one after the other; the cases behind them run
@@ -436,6 +479,14 @@ def pytest_configure(config):
             raise pytest.UsageError() from None
         wanted = set(config.getoption("--cc-case"))
         unknown = wanted - {c.id for c in state.load_cases()}
+        if state.settings.spread and not config.getoption("keyword"):
+            # under xdist the workers collect; this process judges none,
+            # and every case it was to have a result for must come back
+            shard = config.getoption("--cc-shard")
+            k, n = parse_shard(shard) if shard else (1, 1)
+            state.selected = [c.id for c in state.cases
+                              if (not wanted or c.id in wanted)
+                              and (not shard or sweep.in_shard(c.id, k, n))]
         if unknown:
             sweep.remove_work(state.settings.work_link)
             outdir.release(state.settings.out, refused=True)
@@ -484,6 +535,14 @@ class CaseItem(pytest.Item):
 
     def runtest(self):
         res = self.config._crashcheck.outcome(self.case)
+        if _is_worker(self.config):
+            # to the controller, which may be on another machine
+            self.user_properties.append((RESULT_PROPERTY, res))
+            if _remote(self.config) and res.get("dir"):
+                self.user_properties.append(
+                    (CASE_DIR_PROPERTY, pack_case_dir(
+                        self.config._crashcheck.own_out / "cases"
+                        / Path(res["dir"]).name)))
         if not res["passed"]:
             raise CaseFailed(f"{res['id']}: {res['verdict']}: {res['finding']}\n"
                              f"{res['explanation']}\nreproduce: {res['reproduce']}")
@@ -600,6 +659,142 @@ def _duration(seconds):
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(xdist, in the controller) where a worker finds the cases and the
+    baselines: the controller's work directory."""
+    state = getattr(node.config, "_crashcheck", None)
+    if state is not None:
+        node.workerinput["cc_work"] = str(state.work)
+        node.workerinput["cc_remote"] = bool(
+            not getattr(node.gateway.spec, "popen", False)
+            or os.environ.get(FORCE_REMOTE))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_newgateway(gateway):
+    """(xdist, in the controller) a gateway to another machine gets the
+    work directory, the baselines' traces and snapshots, at the same
+    path there (a case's runs are aimed by the paths its baseline
+    recorded), and an audit's inputs (.audit); a gateway on this machine
+    (popen) shares them already."""
+    state = _STATE.get("sweep")
+    if state is None or getattr(gateway.spec, "popen", False):
+        return
+    dirs = [state.work] + sorted({Path(p).parent for p in
+                                  state.config.getoption("--cc-audit")})
+    for d in dirs:
+        copy_to(gateway, d)
+    # removed there at the end (pytest_sessionfinish): ours, made there
+    state.copies.append((gateway, [str(d) for d in dirs]))
+
+
+def remove_copies(state):
+    """The copies pytest_xdist_newgateway made on other machines, removed
+    while their gateways still stand; a gateway gone is its machine's
+    to clean (its scratch)."""
+    for gateway, dirs in state.copies:
+        try:
+            ch = gateway.remote_exec(
+                "import shutil\n"
+                "for d in channel.receive(): shutil.rmtree(d, ignore_errors=True)\n"
+                "channel.send(True)")
+            ch.send(dirs)
+            ch.receive(30)
+        except Exception:       # execnet's errors: the gateway is gone
+            pass
+    state.copies = []
+
+
+def copy_to(gateway, path, dest=None):
+    """PATH (a directory) onto the machine of an execnet GATEWAY, at DEST
+    (default: the same path), with execnet's rsync, waiting for it."""
+    import execnet
+    dest = str(dest or path)
+    gateway.remote_exec(
+        "import os; os.makedirs(channel.receive(), exist_ok=True)"
+    ).send(dest)
+    sync = execnet.RSync(str(path))
+    sync.add_target(gateway, dest)
+    sync.send()
+
+
+def pack_case_dir(path):
+    """A case directory as a gzipped tar, base64 text (what an execnet
+    channel carries), removed here once packed: a remote worker's."""
+    import base64
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(path, arcname=path.name)
+    shutil.rmtree(path, ignore_errors=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def unpack_case_dir(text, cases):
+    """pack_case_dir's TEXT into CASES (the controller's --out/cases/),
+    replacing crashcheck's own directory of that name (outdir), never
+    writing outside it: its one top directory, no absolute names, no
+    '..', nothing under a link it holds, no devices. The directory's
+    name, or None when refused."""
+    import base64
+    import io
+    import tarfile
+    from ..commands.outdir import remove_case_dir
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(text)),
+                      mode="r:gz") as tar:
+        members = tar.getmembers()
+        tops = {m.name.split("/", 1)[0] for m in members}
+        links = {m.name for m in members if m.issym() or m.islnk()}
+        if len(tops) != 1:
+            return None
+        top, = tops
+        for m in members:
+            parts = m.name.split("/")
+            if m.name.startswith("/") or ".." in parts or top != sweep.safe_name(top) \
+                    or not (m.isfile() or m.isdir() or m.issym()) \
+                    or any("/".join(parts[:i]) in links
+                           for i in range(1, len(parts))):
+                return None
+        cases.mkdir(parents=True, exist_ok=True)
+        if cases.is_symlink():
+            return None
+        if (cases / top).exists() and not remove_case_dir(cases / top):
+            return None
+        tar.extractall(cases, members=members)
+    return top
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_runtest_logreport(report):
+    """(the controller under xdist) a case's result, from its report,
+    and its directory from a worker on another machine."""
+    state = _STATE.get("sweep")
+    if state is None or _is_worker(state.config):
+        return
+    props = dict((k, v) for k, v in
+                 getattr(report, "user_properties", ()) or ())
+    res = props.get(RESULT_PROPERTY)
+    if not isinstance(res, dict):
+        return
+    if CASE_DIR_PROPERTY in props:
+        out = state.settings.out
+        top = unpack_case_dir(props[CASE_DIR_PROPERTY], out / "cases")
+        if top is not None:
+            d = out / "cases" / top
+            try:
+                res["dir"] = str(d.relative_to(out.parent)) + "/"
+            except ValueError:
+                res["dir"] = str(d) + "/"
+        else:
+            res["dir"] = ""
+            res["dir_error"] = ("its directory could not be saved: the "
+                                "worker's copy was refused")
+    state.collected[res["id"]] = res
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     """Gather every case's result, write the reports, and fail the session
     when a buggy variant went uncaught (no single case fails for that)."""
@@ -610,6 +805,7 @@ def pytest_sessionfinish(session, exitstatus):
     state.stop_pool()
     if _is_worker(config):
         return
+    remove_copies(state)
     results = list(state.collected.values())
     rdir = state.work / "results"
     if rdir.is_dir():               # xdist's workers leave theirs here
@@ -707,6 +903,13 @@ def write_reports(config, state, results, interrupted):
     try:
         with open(state.work / sweep.GROUPING_FILE) as fh:
             meta["grouping"] = json.load(fh)
+        # what the cases were estimated to take is a measurement: under
+        # timing, with the durations (results.json is otherwise the same
+        # from one identical run to the next)
+        meta["timing"]["estimate"] = {
+            k: meta["grouping"].pop(k) for k in ("estimate", "estimate_kept",
+                                                 "jobs")
+            if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
     # which backend ran each program, and why (sweep.record_baseline)
@@ -829,7 +1032,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tw.line(line)
     defects = s.get("defects") or []
     plural = words.plural
-    counts = (f"crashcheck: {plural(len(state.results), 'case')}, "
+    sampled = words.sampled_words(s)
+    counts = (f"crashcheck: {sampled or plural(len(state.results), 'case')}, "
               f"{plural(s.get('findings', 0), 'finding')} "
               f"({plural(len(defects), 'defect')}), {len(failed)} failed")
     if s.get("variants") or state.not_caught:
@@ -888,6 +1092,8 @@ def pytest_unconfigure(config):
         state._judge.close_server()     # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
+    if state.own_out is not None:
+        shutil.rmtree(state.own_out.parent, ignore_errors=True)
     if not _is_worker(config):
         if not state.settings.keep:
             sweep.remove_work(state.settings.work_link)

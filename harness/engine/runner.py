@@ -34,6 +34,15 @@ FIU_PRELOAD = Path("/usr/lib/fiu/fiu_posix_preload.so")
 # memory or the results directory.
 OUTPUT_CAP = 64 * 1024
 
+# How often a run's captured output past OUTPUT_CAP is given back
+# (_trim), once the run has lasted that long: a program that prints
+# without end (chatter.c: 17.8 MB in a few seconds) holds in memory what
+# it writes in TRIM_EVERY seconds, not all it wrote until its time limit.
+TRIM_EVERY = 0.25
+# fallocate(2)'s FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE: the pages
+# go, the size stays (what _read_capped counts the output by)
+_PUNCH = 0x01 | 0x02
+
 # Exit status of a program that says "not supported here" (automake's skip).
 EXIT_SKIP = 77
 
@@ -144,6 +153,10 @@ class Run:
     stderr: bytes
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    # bytes the program wrote to each in all, of which the first
+    # OUTPUT_CAP are kept (0: not counted)
+    stdout_size: int = 0
+    stderr_size: int = 0
     trace_path: Path | None = None
     extra: dict = field(default_factory=dict)
     # processes the program started that were still running when it
@@ -168,7 +181,8 @@ class Run:
     def stderr_text(self):
         text = self.stderr.decode("utf-8", "replace")
         if self.stderr_truncated:
-            text += f"\n[stderr truncated at {OUTPUT_CAP} bytes]"
+            text += (f"\n[stderr truncated: the first {OUTPUT_CAP} of "
+                     f"{self.stderr_size or 'more'} bytes kept]")
         return text
 
 
@@ -251,11 +265,45 @@ def _environ():
     return _env_cache[0]
 
 
+def _fallocate():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    f = libc.fallocate
+    f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
+                  ctypes.c_longlong]
+    return f
+
+
+_FALLOCATE = []
+
+
+def _trim(*files):
+    """Give back the memory (or disk) each capture file holds past
+    OUTPUT_CAP, keeping its size; where the file system cannot punch
+    holes, nothing."""
+    for fh in files:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            continue
+        if size <= OUTPUT_CAP:
+            continue
+        if not _FALLOCATE:
+            try:
+                _FALLOCATE.append(_fallocate())
+            except (OSError, AttributeError):
+                _FALLOCATE.append(None)
+        if _FALLOCATE[0] is not None:
+            _FALLOCATE[0](fh.fileno(), _PUNCH, OUTPUT_CAP, size - OUTPUT_CAP)
+
+
 def _read_capped(fh, cap):
+    """(the first CAP bytes of FH, whether there were more, how many
+    there were)."""
     fh.seek(0, os.SEEK_END)
     size = fh.tell()
     fh.seek(0)
-    return fh.read(cap), size > cap
+    return fh.read(cap), size > cap, size
 
 
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
@@ -350,7 +398,8 @@ def _run(argv, run_argv, cwd, env, stdin, passthrough, timeout, trace,
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for signum in held:
                 signal.raise_signal(signum)     # now the group can be killed
-            _wait(proc, timeout)
+            _wait(proc, timeout,
+                  trim=None if passthrough else lambda: _trim(out, err))
         except subprocess.TimeoutExpired:
             timed_out = True
             box.kill()
@@ -408,14 +457,15 @@ def _ended(argv, rc, timed_out, start, out, err, trace, outlived=()):
     Popen's returncode RC (-N: signal N); its output read from OUT and
     ERR; OUTLIVED: what it left running (Run.outlived)."""
     duration = time.monotonic() - start
-    stdout, out_cut = _read_capped(out, OUTPUT_CAP)
-    stderr, err_cut = _read_capped(err, OUTPUT_CAP)
+    stdout, out_cut, out_size = _read_capped(out, OUTPUT_CAP)
+    stderr, err_cut, err_size = _read_capped(err, OUTPUT_CAP)
     return Run(argv=list(argv),
                status=rc if rc >= 0 else None,
                signal=-rc if rc < 0 else None,
                timed_out=timed_out, duration=duration,
                stdout=stdout, stderr=stderr,
                stdout_truncated=out_cut, stderr_truncated=err_cut,
+               stdout_size=out_size, stderr_size=err_size,
                trace_path=Path(trace) if trace is not None else None,
                outlived=list(outlived))
 
@@ -599,7 +649,7 @@ def _capture_file(name):
     return os.fdopen(fd, "w+b")
 
 
-def _wait(proc, timeout):
+def _wait(proc, timeout, trim=None):
     """proc.wait(timeout), but woken by the kernel when the process exits.
     TIMEOUT may be a timelimit.Limit: at it the run is looked at, and one
     that sleeps or makes progress is given more time (Limit.again).
@@ -609,30 +659,37 @@ def _wait(proc, timeout):
     which doubles the cost of a sweep of short runs. A pidfd becomes
     readable when the process exits, so poll(2) on it returns at once;
     without pidfd_open (Linux before 5.3) fall back to Popen's polling.
+    TRIM, when given, is called every TRIM_EVERY seconds the run lasts.
     """
-    if timeout is None:
+    if timeout is None and trim is None:
         return proc.wait()
     limit = timeout if isinstance(timeout, timelimit.Limit) else None
     start = time.monotonic()
-    deadline = start + float(timeout)
+    deadline = start + float(timeout) if timeout is not None \
+        else float("inf")
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
         pidfd = None
     try:
         while True:
+            now = time.monotonic()
+            wake = deadline if trim is None else min(deadline,
+                                                     now + TRIM_EVERY)
             if pidfd is None:
                 try:
-                    return proc.wait(timeout=max(0, deadline - time.monotonic()))
+                    return proc.wait(timeout=max(0, wake - now))
                 except subprocess.TimeoutExpired:
                     pass
             else:
                 poller = select.poll()
                 poller.register(pidfd, select.POLLIN)
-                if poller.poll(max(0, deadline - time.monotonic()) * 1000):
+                if poller.poll(max(0, wake - now) * 1000):
                     break
-                if time.monotonic() < deadline:
-                    continue
+            if trim is not None:
+                trim()
+            if time.monotonic() < deadline:
+                continue
             more = limit.again(proc.pid, time.monotonic() - start) \
                 if limit is not None else None
             if more is None:
@@ -865,18 +922,25 @@ class ForkServer:
         timed_out = False
         limit = timeout if isinstance(timeout, timelimit.Limit) else None
         began = time.monotonic()
-        period = None if timeout is None else float(timeout)
+        deadline = float("inf") if timeout is None else began + float(timeout)
         try:
             while True:
                 try:
-                    done = self._receive(period)
+                    # woken every TRIM_EVERY seconds to give back the
+                    # output past OUTPUT_CAP (_trim)
+                    done = self._receive(min(TRIM_EVERY, max(
+                        0.0, deadline - time.monotonic())))
                     break
                 except subprocess.TimeoutExpired:
+                    _trim(out, err)
+                    if time.monotonic() < deadline:
+                        continue
                     # a run that sleeps or makes progress goes on
                     period = limit.again(pid, time.monotonic() - began) \
                         if limit is not None else None
                     if period is None:
                         raise
+                    deadline = time.monotonic() + period
         except subprocess.TimeoutExpired:
             timed_out = True
             box.kill()

@@ -13,6 +13,7 @@ case is then executed and judged by `execute` in whichever pytest worker
 gets it. Both sides share only the work directory on disk.
 """
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,8 +75,15 @@ BIN = str(ROOT / "workloads" / "bin")
 
 
 # How many cases of a group (select) are sampled between its first and
-# its last
+# its last by --sample when it is given without a number of its own
 SAMPLE = 3
+
+# The default time budget of a sweep's cases, in seconds of wall time on
+# the sweep's jobs (--budget): every case runs when the estimate fits it,
+# and only then (choose_sample). Five minutes: a user waits that long for
+# an audit, and `make run` (4,755 cases) took under a minute of it
+# on two loaded cores (docs/benchmarks.md).
+BUDGET = 300.0
 
 
 @dataclass
@@ -98,7 +107,11 @@ class Settings:
     sector: int | None = None                   # --sector; None: each spec's
     backend: str = "auto"                       # auto, preload or syscall (backend.py)
     exhaustive: bool = False                    # every call and crash point, no sampling
-    sample: int = SAMPLE                        # cases sampled inside a group (select)
+    sample: int | None = None                   # cases sampled inside a group (select); None: by the budget
+    budget: float | None = BUDGET               # seconds the cases may take (choose_sample); None: no limit
+    sharded: bool = False                       # --shard: every case unless --sample (the shards must agree)
+    spread: int = 0                             # processes of other machines' (--tx) that run the cases; 0: the jobs
+    work_dir: Path | None = None                # a worker's (--tx): the controller's work directory
     fs: str | None = None                       # --fs: runs on this real filesystem
     fs_options: str = ""                        # its mount options (validate-models)
     fail_on: str | None = None                  # --fail-on; None: each spec's
@@ -112,6 +125,8 @@ class Settings:
     def work(self):
         """The work directory, the link resolved: the library records
         real paths, and "inside the work directory" is a prefix test."""
+        if self.work_dir is not None:
+            return self.work_dir
         link = self.work_link
         return link.resolve() if link.is_symlink() else link
 
@@ -927,23 +942,29 @@ def enumerate_cases(specs, settings, log=print):
         scratch = work / combo.prefix
         scratch.mkdir()
         try:
+            began = time.monotonic()
             out, how, why = record_baseline(combo, scratch, settings)
+            took = time.monotonic() - began
             if scratch_trouble(out, combo):
                 # stopped for the scratch: its files and snapshots say
                 # nothing, and may fill what the harness still writes
                 for d in (out.workdir, out.snapdir):
                     shutil.rmtree(d, ignore_errors=True)
             save_run(out, how, why)
-            stats = {}
-            again = record_again(combo, out, settings, how)
+            runs = []
+            again = record_again(combo, out, settings, how, took=runs)
+            if runs:
+                # a run traced without snapshots, as a case's is
+                took = min(runs)
             save_globs(scratch, again[1])
-            cases = cases_of(combo, out, settings, how, again=again,
-                             stats=stats,
+            found = found_of(combo, out, settings, how, again=again,
                              blind=why if why.startswith("not seen whole")
                              else "")
-            if not any(c.error or c.skip for c in cases):
+            found.seconds = case_cost(took, checker_seconds(combo, out,
+                                                            settings))
+            if not any(c.error or c.skip for c in found.fixed):
                 save_unseen(out)
-            return cases, stats
+            return found
         except runner.SetupError as e:
             # a program that cannot start (not found, not executable): the
             # user's to mend, said in one line; a value, so that it
@@ -968,45 +989,51 @@ def enumerate_cases(specs, settings, log=print):
     else:
         workers, results = None, (_guarded(baseline, i)
                                   for i in range(len(all_combos)))
-    cases = []
-    totals = {}
+    everything = []
     finished = False
     try:
-        for combo, (mine, error) in zip(all_combos, results):
+        for combo, (found, error) in zip(all_combos, results):
             if error is not None:
                 # the combo's baseline case says so; its other cases
                 # cannot be enumerated without it
-                mine = ([Case(id=f"{combo.prefix}-baseline",
-                              combo=combo.prefix, kind="baseline",
-                              error="the baseline could not be recorded: "
-                                    + failure_line(error))], {})
-            if isinstance(mine, runner.SetupError):
-                raise mine
-            mine, stats = mine
+                found = Found([Case(id=f"{combo.prefix}-baseline",
+                                    combo=combo.prefix, kind="baseline",
+                                    error="the baseline could not be "
+                                          "recorded: " + failure_line(error))])
+            if isinstance(found, runner.SetupError):
+                raise found
             how, why = backend_of(work / combo.prefix)
             if how == "syscall" and why:
                 log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
-            for c in mine:
+            for c in found.fixed:
                 if c.error:
                     log(f"crashcheck: {combo.prefix}: {c.error}")
             for u in load_unseen(work / combo.prefix):
                 log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
-            cases.extend(mine)
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0) + v
+            everything.append(found)
         finished = True
     finally:
         if workers is not None:
             pool.stop(workers, finished)
-    grouping = dict(exhaustive=settings.exhaustive, sample=settings.sample,
-                    seed=settings.seed, **totals)
+    sample, estimate = choose_sample(everything, settings)
+    totals = {}
+    cases = []
+    for found in everything:
+        cases += choose(found, sample, settings.seed, totals)
+    totals.setdefault("cases", 0)
+    totals.setdefault("kept", 0)
+    totals.setdefault("groups", 0)
+    grouping = dict(exhaustive=sample is None, sample=sample,
+                    seed=settings.seed, budget=settings.budget,
+                    estimate=round(estimate, 1),
+                    jobs=settings.spread or settings.jobs,
+                    **totals)
+    grouping["estimate_kept"] = round(estimate_of(
+        everything, sample, settings.seed, grouping["jobs"]), 1)
     with open(work / GROUPING_FILE, "w") as fh:
         json.dump(grouping, fh)
-    if totals.get("cases", 0) > totals.get("kept", 0):
-        log(f"crashcheck: {totals['kept']} of {totals['cases']} cases, in "
-            f"{totals['groups']} groups of a call site, file and fault "
-            f"(the first, the last and {settings.sample} sampled with seed "
-            f"{settings.seed}; --exhaustive for every one)")
+    if totals["cases"] > totals["kept"]:
+        log("crashcheck: " + sampled_line(grouping))
     # What the baselines took says what the cases will: each pool process
     # lays out one case at a time, as large as the largest baseline's
     used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
@@ -1017,6 +1044,135 @@ def enumerate_cases(specs, settings, log=print):
 
 
 GROUPING_FILE = "grouping.json"
+
+# What a case costs, against its combo's baseline: a case is a run of
+# the program (forked from a server, traced lightly up to its fault),
+# judged, its crash states explored, its result written. The run is
+# timed as record_again makes it (traced, no snapshots; the baseline's
+# own run, which snapshots every change, where there is none): a case
+# costs CASE_FACTOR times that plus CASE_OVERHEAD seconds of judging.
+# Measured 2026-12-06 on two loaded cores (estimate / wall time of the
+# sweep's cases): dd bs=1 of 300 bytes 1.6 (2431 cases, 10.4 s), of
+# 3000 bytes about 3 (every case of a group costs little more than its
+# first), `make run` 0.65 (4755 cases, 54.7 s, a load of 7): it errs
+# long for programs of many calls, where a sample is cheap to take.
+CASE_FACTOR = 1.0
+CASE_OVERHEAD = 0.005
+
+
+def case_cost(baseline_seconds, checker=0.0):
+    """The estimated seconds of one case of a combo whose program ran in
+    BASELINE_SECONDS (wall time, one process; see CASE_FACTOR), and whose
+    checker (a check or tree contract) took CHECKER seconds on the
+    baseline's directory: a case judges at least one state the sweep has
+    not judged yet (the checker runs once per distinct state), and a
+    checker of half a second outweighs everything else a case costs."""
+    return CASE_OVERHEAD + CASE_FACTOR * baseline_seconds + checker
+
+
+def checker_seconds(combo, out, settings):
+    """Seconds the combo's checker takes on its baseline's directory, or
+    0.0: no checker (the built-in contracts), a baseline that did not
+    exit 0, a checker that cannot answer (the baseline case says so).
+    The answer is kept (CheckCache) as the baseline case's own: that
+    case asks the same of the same directory, and the checker runs no
+    more often for being timed here."""
+    if combo.spec.contract not in ("check", "tree") or out.run.status != 0 \
+            or not out.workdir.is_dir():
+        return 0.0
+    began = time.monotonic()
+    try:
+        Judge([combo.spec], settings).check(combo, out.workdir, "new")
+    except (CheckerFailed, OSError):
+        return 0.0
+    return time.monotonic() - began
+
+
+def estimate_of(everything, sample, seed, jobs):
+    """Seconds of wall time the cases of EVERYTHING (Found) chosen with
+    SAMPLE take on JOBS processes, as case_cost estimates them."""
+    total = 0.0
+    for found in everything:
+        total += found.seconds * count_kept(found, sample, seed)
+    return total / max(1, jobs)
+
+
+def count_kept(found, sample, seed):
+    """How many cases choose(FOUND, SAMPLE, SEED) keeps, without making
+    them."""
+    if sample is None:
+        return found.count()
+    n = len(found.fixed)
+    for items, per in ((found.faults, 1), (found.points, found.models)):
+        sizes = {}
+        for key, _ in items:
+            sizes[key] = sizes.get(key, 0) + 1
+        n += per * sum(min(size, sample + 2) for size in sizes.values())
+    return n
+
+
+def choose_sample(everything, settings):
+    """(sample, estimate): how many cases of each group run between its
+    first and last (None: every case) and the seconds every case would
+    take. Every case with --exhaustive, and where the estimate fits
+    settings.budget; --sample N samples N whatever the budget; a shard
+    of a run (--shard) runs every case unless told --sample, as its
+    estimate is this machine's and the shards must agree on the cases.
+    Past the budget, the largest sample that fits it, down to the first
+    and the last of each group."""
+    jobs = settings.spread or settings.jobs
+    whole = estimate_of(everything, None, settings.seed, jobs)
+    if settings.exhaustive:
+        return None, whole
+    if settings.sample is not None:
+        return settings.sample, whole
+    if settings.sharded or settings.budget is None or \
+            whole <= settings.budget:
+        return None, whole
+    lo, hi = 0, max((found.count() for found in everything), default=0)
+    if estimate_of(everything, hi, settings.seed, jobs) \
+            <= settings.budget:
+        return None, whole
+    # the estimate grows with the sample: the largest that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_of(everything, mid, settings.seed, jobs) \
+                <= settings.budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, whole
+
+
+def sampled_line(grouping):
+    """The console's line, and the reports' fact, of a sweep that left
+    cases out: 'SAMPLED 90 of 405 cases (...)'."""
+    g = grouping
+    if g.get("budget") is not None and g.get("estimate") is not None and \
+            g["estimate"] > g["budget"]:
+        why = (f"every case would take about {duration_text(g['estimate'])} "
+               f"on {g.get('jobs', 1)} "
+               f"job{'s' if g.get('jobs', 1) != 1 else ''}, past the "
+               f"{duration_text(g['budget'])} budget (--budget)")
+    else:
+        why = "as --sample asks"
+    return (f"SAMPLED {g['kept']} of {g['cases']} cases: {why}; of each of "
+            f"{g['groups']} groups of a call site, file and fault the first, "
+            f"the last and {g['sample']} sampled with seed {g['seed']}; "
+            "--exhaustive for every one")
+
+
+def duration_text(seconds):
+    """'0.6 s', '45 s', '3 min 5 s', '2 h 10 min'."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60
+                               else "")
 
 
 def disk_usage(path):
@@ -1107,7 +1263,7 @@ HELD = ".held"       # a held case's root (replay), beside ".work", as long
 RANDOM_RUNS = 5      # recorded runs in all of a combo whose names change
 
 
-def record_again(combo, out, settings, how="preload"):
+def record_again(combo, out, settings, how="preload", took=None):
     """More recorded runs of the combo whose baseline is OUT, traced
     without snapshots, for cases_of to hold against it: ([(records, work
     directory)], align's globs for the files whose names change from run
@@ -1121,7 +1277,7 @@ def record_again(combo, out, settings, how="preload"):
     With Python's tempfile names (37 characters) that is one chance in
     37**(k-1) per end for k runs: three runs gave Mercurial's temp file
     the glob '.hg/tmpq???????' in a `make apps`, five make it about one
-    in two million."""
+    in two million. TOOK, a list, gets each run's seconds (wall time)."""
     if out.run.skipped or scratch_trouble(out, combo) or escapes(out) or \
             nothing_intercepted(combo, out, how):
         return [], {}
@@ -1136,9 +1292,12 @@ def record_again(combo, out, settings, how="preload"):
         try:
             scratch.mkdir()
             try:
+                began = time.monotonic()
                 again = execute_run(combo, "", scratch,
                                     timeout_of(combo, settings), record=False,
                                     settings=settings, backend=how)
+                if took is not None:
+                    took.append(time.monotonic() - began)
                 trouble = scratch_trouble(again, combo)
                 if trouble:
                     raise ScratchFull(trouble)
@@ -1427,33 +1586,80 @@ def timeout_of(combo, settings):
     return settings.timeout if settings.timeout is not None else combo.spec.timeout
 
 
+@dataclass
+class Found:
+    """Every case of one combo, before any is left out (choose): those
+    always run, and the fault cases and crash points with the group each
+    belongs to (select)."""
+    fixed: list                                 # Cases that always run (the baseline, the full disk)
+    faults: list = field(default_factory=list)  # (group, Case) in trace order
+    points: list = field(default_factory=list)  # (group, [Case per model]) in trace order
+    models: int = 1                             # cases per crash point
+    calls: int = 0                              # calls of the trace the faults are aimed at
+    seconds: float = 0.0                        # what one case is estimated to cost (case_cost)
+
+    def count(self):
+        return len(self.fixed) + len(self.faults) + len(self.points) * self.models
+
+
 def cases_of(combo, out, settings, how="preload", again=None, stats=None,
              blind=""):
-    """The cases of a combo from its baseline OUT, recorded with the
-    backend HOW, which runs them all: the baseline, the fault cases of
-    the calls it made in its directory, the power-loss cases of its crash
-    points; grouped and sampled (select) unless settings.exhaustive.
+    """The cases of a combo from its baseline OUT (found_of), every one
+    with settings.exhaustive or without settings.sample, else grouped and
+    sampled with it (choose)."""
+    found = found_of(combo, out, settings, how, again=again, blind=blind)
+    sample = None if settings.exhaustive else settings.sample
+    return choose(found, sample, settings.seed, stats)
+
+
+def choose(found, sample, seed, stats=None):
+    """The cases of FOUND that run, in the order the sweep runs them:
+    every one with SAMPLE None, else of each group the first, the last
+    and SAMPLE between them (select, seeded by SEED). STATS, a dict,
+    gets what select counted."""
+    pick = Settings(out=Path("."), exhaustive=sample is None,
+                    sample=sample or 0, seed=seed)
+    cases = list(found.fixed)
+    if stats is not None and cases:
+        stats["cases"] = stats.get("cases", 0) + len(cases)
+        stats["kept"] = stats.get("kept", 0) + len(cases)
+    if stats is not None:
+        stats["calls"] = stats.get("calls", 0) + found.calls
+    cases += select(found.faults, pick, stats)
+    if found.points:
+        kept = select(found.points, pick, stats, models=found.models)
+        # a model's cases, then the next model's (and the real kernel's
+        # last: Judge.real_powerloss)
+        for m in range(found.models):
+            cases += [per_model[m] for per_model in kept]
+    return cases
+
+
+def found_of(combo, out, settings, how="preload", again=None, blind=""):
+    """Every case of a combo from its baseline OUT, recorded with the
+    backend HOW, which runs them all (a Found): the baseline, the fault
+    cases of the calls it made in its directory, the power-loss cases of
+    its crash points, each of the last two with its group (select).
     AGAIN: other recorded runs of it and the globs of the files whose
     names change (record_again). Their calls on the work directory must
     be the baseline's: those made otherwise are named in the baseline's
-    harness-error, and no case is aimed at them. STATS, a dict, gets
-    what select counted. BLIND: why the preload, asked for by name, does
-    not see the program whole (record_baseline): the baseline is then a
-    harness-error, and no case runs."""
+    harness-error, and no case is aimed at them. BLIND: why the preload,
+    asked for by name, does not see the program whole (record_baseline):
+    the baseline is then a harness-error, and no case runs."""
     pre = combo.prefix
     run = out.run
     cases = []
     if run.skipped:
         reason = skip_reason(run)
-        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     skip=reason, backend=how)]
+        return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                           skip=reason, backend=how)])
     blind = scratch_trouble(out, combo) or escapes(out) or \
         nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:
         # faults that never reach it, crash states without its writes.
-        return [Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
-                     error=blind, backend=how)]
+        return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
+                           error=blind, backend=how)])
     workdir = str(out.workdir)
     others, globs = again or ([], {})
     moving = coords.moved((out.records, workdir), others, touches, globs) \
@@ -1469,9 +1675,6 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None,
             "enospc" in settings.kinds:
         cases.append(Case(id=f"{pre}-{FULL_DISK}", combo=pre, kind="enospc",
                           call=FULL_DISK, disk="full", backend=how))
-    if stats is not None and cases:
-        stats["cases"] = stats.get("cases", 0) + 1
-        stats["kept"] = stats.get("kept", 0) + 1
     skip = {c for c, _, _ in moving}
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
@@ -1512,36 +1715,34 @@ def cases_of(combo, out, settings, how="preload", again=None, stats=None,
                 Case(id=f"{pre}-{plan}", combo=pre, kind=kind, plan=plan,
                      call=coord, at=rec["seq"], where=[sig[0], sig[1]],
                      backend=how)))
-    if stats is not None:
-        stats["calls"] = stats.get("calls", 0) + len(targeted)
-    cases += select(faults_found, settings, stats)
+    found = Found(cases, faults_found, calls=len(targeted))
     if "powerloss" in settings.kinds and run.status == 0:
         points = crash_point_records(out.records)
-        # a crash point is the state after a call: grouped as the calls
-        # are, by site and file; the two ends are points of their own
-        found = [(("start",) if rec is None and i == 0 else
-                  ("exit",) if rec is None else call_site(rec, workdir), i)
-                 for i, rec in enumerate(points)
-                 if rec is None or is_crash_point(rec, workdir, table)]
         real = [realfs.model_of(settings.fs)] if on_real_fs(combo, settings) \
             else []
-        kept = select(found, settings, stats,
-                      models=len(settings.models) + len(real))
-        # a model's cases, then the real kernel's (Judge.real_powerloss)
-        for model in list(settings.models) + real:
-            for i in kept:
-                rec = points[i]
-                tag = "start" if i == 0 else "exit" if rec is None \
-                    else names[rec]
+        every = list(settings.models) + real
+        found.models = len(every)
+        # a crash point is the state after a call: grouped as the calls
+        # are, by site and file; the two ends are points of their own
+        for i, rec in enumerate(points):
+            if not (rec is None or is_crash_point(rec, workdir, table)):
+                continue
+            key = ("start",) if rec is None and i == 0 else \
+                ("exit",) if rec is None else call_site(rec, workdir)
+            tag = "start" if i == 0 else "exit" if rec is None else names[rec]
+            per_model = []
+            for model in every:
                 # a real case's run is aimed at the call as a fault is
                 where = list(coords.signature(rec)[:2]) \
                     if model in real and rec is not None else None
-                cases.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
-                                  combo=pre, kind="powerloss", call=tag,
-                                  model=model, point=i,
-                                  at=rec["seq"] if rec is not None else None,
-                                  where=where, backend=how))
-    return cases
+                per_model.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
+                                      combo=pre, kind="powerloss", call=tag,
+                                      model=model, point=i,
+                                      at=rec["seq"] if rec is not None
+                                      else None,
+                                      where=where, backend=how))
+            found.points.append((key, per_model))
+    return found
 
 
 def name_models(results, outdir=None):
@@ -1674,9 +1875,10 @@ def select(found, settings, stats=None, models=1):
     how many calls it makes. A program that writes a file one byte at a
     time makes thousands of calls from one call site on one file, and
     every one faulted alike tells little more than a few: of each group
-    the first, the last and settings.sample drawn between them with a
-    random.Random seeded by the sweep's seed and the group, so the same
-    sweep keeps the same cases. settings.exhaustive keeps every item.
+    the first, the last and settings.sample (SAMPLE when None) drawn
+    between them with a random.Random seeded by the sweep's seed and the
+    group, so the same sweep keeps the same cases. settings.exhaustive
+    keeps every item.
     STATS (a dict) counts groups, cases found and kept (MODELS cases per
     item: a crash point is one case per model)."""
     groups = {}
@@ -1685,14 +1887,15 @@ def select(found, settings, stats=None, models=1):
     if settings.exhaustive:
         keep = range(len(found))
     else:
+        sample = SAMPLE if settings.sample is None else settings.sample
         keep = set()
         for key, idx in groups.items():
-            if len(idx) <= settings.sample + 2:
+            if len(idx) <= sample + 2:
                 keep.update(idx)
                 continue
             rng = random.Random(f"{settings.seed}\0" + "\0".join(key))
             keep.update((idx[0], idx[-1]))
-            keep.update(rng.sample(idx[1:-1], settings.sample))
+            keep.update(rng.sample(idx[1:-1], sample))
         keep = sorted(keep)
     if stats is not None:
         stats["groups"] = stats.get("groups", 0) + len(groups) * models
@@ -1973,8 +2176,11 @@ def eintr_possible(faulted, workdir):
     SA_RESTART (the trace's "intr", faults/trace.c); True when one of
     them says otherwise or the trace does not say."""
     base = str(workdir).rstrip("/") + "/"
+    # a full disk's real ENOSPC is marked fault=True (full_disk_hits),
+    # a planned fault's record carries its rule
     hits = [r for r in trace.calls(faulted)
-            if (r.get("fault") or {}).get("action") == "EINTR"]
+            if isinstance(r.get("fault"), dict)
+            and r["fault"].get("action") == "EINTR"]
     if not hits:
         return True
     for r in hits:
@@ -2077,6 +2283,8 @@ def load_run(scratch):
                      signal=info["signal"], timed_out=info["timed_out"],
                      duration=info["duration"],
                      stdout=b"", stderr=info["stderr"].encode(),
+                     stdout_size=info.get("stdout_size", 0),
+                     stderr_size=info.get("stderr_size", 0),
                      trace_path=scratch / "trace.jsonl",
                      outlived=info.get("outlived", []),
                      outside=info.get("outside", []))
@@ -2140,7 +2348,10 @@ def save_run(out, how="preload", why=""):
     info = {"argv": r.argv, "status": r.status, "signal": r.signal,
             "timed_out": r.timed_out, "duration": r.duration,
             "stderr": r.stderr_text(), "outlived": r.outlived,
-            "outside": r.outside, "backend": how, "backend_why": why}
+            "outside": r.outside,
+            # what it wrote in all (the text above keeps OUTPUT_CAP bytes)
+            "stdout_size": r.stdout_size, "stderr_size": r.stderr_size,
+            "backend": how, "backend_why": why}
     with open(out.scratch / "run.json", "w") as fh:
         json.dump(info, fh)
 
@@ -2308,15 +2519,21 @@ class Judge:
         hit = self.checks.get(combo, key, expect)
         if hit is not None:
             return hit
-        scratch = (Path(tempfile.mkdtemp(prefix="state-", dir=self.scratch_root))
-                   if self.scratch_root is not None
-                   else runner.make_scratch("crashcheck-state-"))
-        try:
-            explorer.layout(state, scratch)
-            res = self.check(combo, scratch, expect, cache=False)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        self.checks.put(combo, key, expect, res)
+        with self.checks.claim(combo, key, expect):
+            # judged by another process while this one waited
+            hit = self.checks.get(combo, key, expect)
+            if hit is not None:
+                return hit
+            scratch = (Path(tempfile.mkdtemp(prefix="state-",
+                                             dir=self.scratch_root))
+                       if self.scratch_root is not None
+                       else runner.make_scratch("crashcheck-state-"))
+            try:
+                explorer.layout(state, scratch)
+                res = self.check(combo, scratch, expect, cache=False)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            self.checks.put(combo, key, expect, res)
         return res
 
     def check(self, combo, directory, expect, cache=True):
@@ -3249,16 +3466,22 @@ class Judge:
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
+        if run is not None and max(run.stdout_size, run.stderr_size) > \
+                runner.OUTPUT_CAP:
+            # what the program wrote, of which OUTPUT_CAP bytes are kept
+            res["output"] = {"stdout": run.stdout_size,
+                             "stderr": run.stderr_size}
         if out is not None and (finding or self.settings.keep):
             # a power-loss or baseline finding too: the crash state that
             # decided it, laid out, is what a person wants to look at
             crash = next((st for st in self.last_states
                           if verdict.state and st.label == verdict.state), None)
             try:
+                steps = trace.steps(out.records)
                 res["dir"] = save_case_dir(
                     self.settings.out, res, out,
-                    [fmt(r) for r in trace.steps(out.records)],
-                    combo, crash=crash)
+                    [fmt(r) for r in kept_ends(steps)], combo, crash=crash,
+                    steps=len(steps))
             except (OSError, shutil.Error, trace.TraceError,
                     explorer.ExplorerError) as e:
                 # the verdict stands; where to look is gone
@@ -3429,6 +3652,24 @@ class CheckCache:
         except OSError:
             pass
         return counts
+
+    @contextlib.contextmanager
+    def claim(self, combo, key, expect):
+        """Held while this process judges a state: another process of
+        the pool that meets the same state waits, then finds the answer
+        (get), so that each distinct state is judged once in the whole
+        sweep, not once per process that meets it first at the same
+        time. Without a lock to be had (no room), no wait."""
+        name = self._name(combo, key, expect)
+        try:
+            self.dir.mkdir(exist_ok=True)
+            fh = open(self.dir / f".lock-{name}", "a")
+        except OSError:
+            yield
+            return
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            yield
 
     def put(self, combo, key, expect, res):
         name = self._name(combo, key, expect)
@@ -3622,13 +3863,63 @@ def safe_name(case_id):
     return case_id.replace("/", "_")
 
 
-def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
-    """results/cases/<id>/: the full trace, stderr, the state and its
-    difference from old and new, for a person to read, with a README.txt
-    that says what the state is. The state is the crash state CRASH that
-    decided the verdict when there is one (a power-loss finding, a run
-    judged after its exit), laid out (the directory the run left is then
-    `left/`), else the directory the run left."""
+# What a case directory keeps of a run's trace: the first TRACE_HEAD
+# and the last TRACE_TAIL lines of trace.txt and of trace.jsonl, and a
+# line between them saying how many were left out. A program that spins
+# on a failed write makes a call per turn until its time limit: one
+# such case's trace was 88,000 lines (143 MB of trace.jsonl, 38 MB of
+# trace.txt); what led to the spin is at its start, how it ended at its
+# end.
+TRACE_HEAD = 2000
+TRACE_TAIL = 1000
+
+
+def kept_ends(items, head=TRACE_HEAD, tail=TRACE_TAIL):
+    """ITEMS (a list), or its first HEAD and last TAIL when longer."""
+    if len(items) <= head + tail:
+        return items
+    return items[:head] + items[-tail:]
+
+
+def cut_line(total, head=TRACE_HEAD, tail=TRACE_TAIL, what="lines"):
+    return (f"[... {total - head - tail} {what} left out: crashcheck keeps "
+            f"the first {head} and the last {tail} of {total} ...]")
+
+
+def _copy_trace_ends(src, dest):
+    """trace.jsonl at SRC into DEST, cleaned (trace.clean), its first
+    TRACE_HEAD and last TRACE_TAIL lines with a record between them
+    saying how many were left out; how many lines it had."""
+    import collections
+    head, tail, total = [], collections.deque(maxlen=TRACE_TAIL), 0
+    with open(src, "rb") as fh:
+        for line in fh:
+            total += 1
+            if len(head) < TRACE_HEAD:
+                head.append(line)
+            else:
+                tail.append(line)
+    if total <= TRACE_HEAD + TRACE_TAIL:
+        dest.write_bytes(trace.read(src))
+        return total
+    # the ends cleaned as the whole would be: zeros only ever end a
+    # line, and a record of ours says what is missing between them
+    gap = (json.dumps({"ev": "cut", "left_out": total - len(head) - len(tail),
+                       "lines": total}) + "\n").encode()
+    dest.write_bytes(trace.clean(b"".join(head)) + gap
+                     + trace.clean(b"".join(tail)))
+    return total
+
+
+def save_case_dir(outdir, res, out, excerpt, combo, crash=None, steps=None):
+    """results/cases/<id>/: the trace (its ends, when long: TRACE_HEAD),
+    stderr, the state and its difference from old and new, for a person
+    to read, with a README.txt that says what the state is. The state is
+    the crash state CRASH that decided the verdict when there is one (a
+    power-loss finding, a run judged after its exit), laid out (the
+    directory the run left is then `left/`), else the directory the run
+    left. EXCERPT: the formatted calls (kept_ends of STEPS calls in
+    all); what was cut is said in it and in res["cut"]."""
     cases = outdir / "cases"
     if cases.is_symlink():
         # never written through (engine/outdir.py refuses it up front)
@@ -3651,13 +3942,29 @@ def save_case_dir(outdir, res, out, excerpt, combo, crash=None):
         head = ["(a thin run that timed out: a write marked [thin] was "
                 "recorded with no offset and no snapshot; its reproduce "
                 "command with --keep records every call in full)"]
+    cut = []
+    if steps is not None and steps > len(excerpt):
+        excerpt = excerpt[:TRACE_HEAD] + [cut_line(steps, what="calls")] \
+            + excerpt[TRACE_HEAD:]
+        cut.append(f"trace.txt: the first {TRACE_HEAD} and the last "
+                   f"{TRACE_TAIL} of {steps} calls")
     # a file name that is not UTF-8 as its bytes, as a terminal shows it
     (d / "trace.txt").write_text("\n".join(head + excerpt) + "\n",
                                  errors="surrogateescape")
     tr = out.scratch / "trace.jsonl"
     if tr.exists():
         # as the library meant it (trace.clean)
-        (d / "trace.jsonl").write_bytes(trace.read(tr))
+        lines = _copy_trace_ends(tr, d / "trace.jsonl")
+        if lines > TRACE_HEAD + TRACE_TAIL:
+            cut.append(f"trace.jsonl: the first {TRACE_HEAD} and the last "
+                       f"{TRACE_TAIL} of {lines} lines")
+    for name in ("stdout", "stderr"):
+        total = (res.get("output") or {}).get(name)
+        if total is not None and total > runner.OUTPUT_CAP:
+            cut.append(f"{name}: the first {runner.OUTPUT_CAP} of {total} "
+                       "bytes")
+    if cut:
+        res["cut"] = cut
     (d / "stderr.txt").write_text(res["stderr"], errors="surrogateescape")
     old, new = contents(combo)
     name = target_name(combo.spec)

@@ -287,7 +287,9 @@ def _case_html(case, anchor=False):
              ("ignored because", case.get("ignored")),
              ("outcome", exit_text(case.get("exit"))),
              ("faults fired", fired_text(case.get("fired"))),
-             ("kept files", case.get("dir"))]
+             ("kept files", case.get("dir")),
+             # what a long trace or a loud program left out (sweep.TRACE_HEAD)
+             ("kept in part", "; ".join(case.get("cut") or []) or None)]
     h.append('<dl class="facts">')
     for name, value in facts:
         if value is None or value == "":

@@ -9,7 +9,8 @@ from ..judging import properties
 from .summary import (COVERAGE_BAD, check_cases, clean, coverage_lines,
                       is_number, one_line, outside_text, skip_reason,
                       sorted_cases, status, summarize)
-from .words import exit_text, plural, run_facts, summary_sentences, when_text
+from .words import (exit_text, plural, run_facts, sampled_words,
+                    summary_sentences, when_text)
 
 
 # ---------------------------------------------------------------------------
@@ -78,7 +79,9 @@ def junit_of(cases, s):
         unseen.setdefault(u.get("workload") or "-", []).append(u)
     strict = bool((s.get("run") or {}).get("strict"))
     name = "crashcheck" + (" (INTERRUPTED)" if s.get("interrupted") else
-                           " (NOT CLEAN)" if unseen else "")
+                           " (NOT CLEAN)" if unseen else "") \
+        + (f" ({sampled_words(s)})" if s.get("sampled")
+           and not s.get("interrupted") else "")
     attrs = {"name": name,
              "tests": str(len(cases) + len(unmet) + len(incomplete)
                           + len(unseen)),
@@ -96,10 +99,14 @@ def junit_of(cases, s):
     for name, value in run_facts(s):
         if name not in ("started", "duration"):
             ET.SubElement(props, "property", name=name, value=clean(value))
-    if unseen:
+    if unseen or s.get("sampled"):
         ET.SubElement(props, "property", name="clean", value="false")
+    if unseen:
         ET.SubElement(props, "property", name="unseen",
                       value=str(len(s["unseen"])))
+    if s.get("sampled"):
+        ET.SubElement(props, "property", name="sampled",
+                      value=sampled_words(s))
 
     defect_of = {i: d for d in s["defects"] for i in d["ids"]}
     for case in cases:

@@ -13,7 +13,7 @@ from .summary import (COVERAGE_BAD, COVERAGE_OK, MD_DEFECT_CASES,
                       is_finding, matrix, one_line, outside, recovered,
                       skip_reason, sorted_cases, status, summarize)
 from .words import (listed_cases, outcome_word, plural, run_facts,
-                    summary_sentences)
+                    sampled_words, summary_sentences)
 
 
 # ---------------------------------------------------------------------------
@@ -83,7 +83,8 @@ def markdown_of(cases, summary, lessons):
     word = outcome_word(summary)
     # an interrupted run says so on the first line
     out = ["# crashcheck report" + (": INTERRUPTED" if word == "INTERRUPTED"
-                                    else ""), ""]
+                                    else ": " + sampled_words(summary)
+                                    if summary.get("sampled") else ""), ""]
 
     para = " ".join(md_text(s) for s in summary_sentences(summary))
     para = para.replace(f"{word}", f"**{word}**", 1)

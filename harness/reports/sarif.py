@@ -13,7 +13,10 @@ the property the finding breaks (`property`, "atomicity/append", and
 `propertyText`, its words) and carries it, with the severity, as tags. A change made by a call crashcheck cannot see (summary.unseen,
 docs/reference.md "Coverage") is a notification of the invocation
 (toolExecutionNotifications, id "unseen-change"), one per change naming
-its file: a warning, an error when --strict fails the run for it.
+its file: a warning, an error when --strict fails the run for it. A run
+that left cases out (summary.sampled) says so in a warning of the
+invocation (id "sampled") and in the run's properties ("sampled":
+"SAMPLED 90 of 405 cases").
 
 A result's location is its case's `location` (the call that decided it,
 symbolized: file, line, function; docs/reference.md): the file and line
@@ -30,6 +33,7 @@ from .. import VERSION
 from ..judging import properties
 from . import regress
 from .report import write_atomic
+from .words import sampled_words
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -168,9 +172,21 @@ def sarif(cases, summary):
                                   "justification": c["ignored"]}]
         results.append(r)
     notes = [_unseen_note(u, summary) for u in summary.get("unseen") or []]
+    sampled = summary.get("sampled")
+    if sampled:
+        notes.insert(0, {
+            "level": "warning",
+            "descriptor": {"id": "sampled"},
+            "message": {"text": f"{sampled_words(summary)}: not a clean "
+                        "pass; the cases left out were never run "
+                        "(--exhaustive, or a larger --budget, runs every "
+                        "one)"},
+            "properties": dict(sampled)})
     run = {
         "tool": {"driver": {"name": "crashcheck", "version": VERSION,
                             "rules": rules}},
+        **({"properties": {"sampled": sampled_words(summary)}}
+           if summary.get("sampled") else {}),
         "invocations": [{
             # an interrupted run, or one with cases it could not judge,
             # did not do what it was asked

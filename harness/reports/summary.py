@@ -366,6 +366,7 @@ def summarize(cases, meta):
     timing["case_seconds"] = round(sum(
         float(c.get("duration") or 0) for c in cases), 6)
     expected, interrupted = _completeness(top, len(cases))
+    sampled = sampled_of(run)
 
     return {
         "cases": counts["cases"],
@@ -405,14 +406,35 @@ def summarize(cases, meta):
         # changes no intercepted call made (sweep.save_unseen): a run with
         # any is never a clean pass, whatever its cases say
         "unseen": _check_unseen(top["unseen"]),
+        # a run that left cases out (sampled past its budget, or asked
+        # to) did not look at everything: never a clean pass either
+        "sampled": sampled,
         "clean": (counts["failed"] == 0 and counts["harness_errors"] == 0
                   and not not_caught and interrupted is None
-                  and expected <= len(cases) and not top["unseen"]),
+                  and expected <= len(cases) and not top["unseen"]
+                  and sampled is None),
         "seed": top["seed"],
         "command": top["command"],
         "run": run,
         "timing": timing,
     }
+
+
+def sampled_of(run):
+    """{"kept": K, "of": N} of a run whose enumeration left cases out
+    (run.grouping: sampled past its budget, or --sample), else None."""
+    g = run.get("grouping") if isinstance(run, dict) else None
+    if not isinstance(g, dict):
+        return None
+    kept, of = g.get("kept"), g.get("cases")
+    if not (_is_count(kept) and _is_count(of)) or of <= kept:
+        return None
+    return {"kept": kept, "of": of}
+
+
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 0
 
 
 def _completeness(top, judged):

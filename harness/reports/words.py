@@ -74,9 +74,20 @@ def outcome_word(summary):
     INTERRUPTED: what a report says first."""
     if summary.get("interrupted"):
         return "INTERRUPTED"
+    word = "PASS" if summary["passed"] else "FAIL"
     if summary["passed"] and summary.get("unseen"):
-        return "PASS, NOT CLEAN"
-    return "PASS" if summary["passed"] else "FAIL"
+        word += ", NOT CLEAN"
+    if summary.get("sampled"):
+        word += ", " + sampled_words(summary)
+    return word
+
+
+def sampled_words(summary):
+    """'SAMPLED 90 of 405 cases', or "" for a run of every case."""
+    sampled = summary.get("sampled")
+    if not sampled:
+        return ""
+    return f"SAMPLED {sampled['kept']} of {sampled['of']} cases"
 
 
 def summary_sentences(summary):
@@ -102,6 +113,12 @@ def summary_sentences(summary):
         first = (f"{verdict}: {plural(s['cases'], 'case')}, "
                  + ", ".join(counts) + ".")
     out = [first]
+    if s.get("sampled") and not s.get("interrupted"):
+        left = s["sampled"]["of"] - s["sampled"]["kept"]
+        out.append(f"Only {s['sampled']['kept']} of the "
+                   f"{s['sampled']['of']} cases ran, a sample "
+                   f"({left} left out, never run): not a clean pass; "
+                   "--exhaustive, or a larger --budget, runs every one.")
     if s.get("missing") and not s.get("interrupted"):
         out.append(f"{plural(s['missing'], 'case')} of the "
                    f"{s['expected']} the run was to judge have no result: "
@@ -187,13 +204,9 @@ def run_facts(summary):
     if run.get("shards"):
         facts.append(("shards", str(len(run["shards"]))))
     grouping = run.get("grouping") or {}
-    if grouping.get("cases", 0) > grouping.get("kept", 0):
-        facts.append(("cases", (
-            f"{grouping['kept']} of {grouping['cases']}: of each group of "
-            f"calls (by call site, file and fault; {grouping['groups']} "
-            f"groups) the first, the last and {grouping['sample']} "
-            f"sampled between them with seed {grouping['seed']}, "
-            f"--exhaustive for every one")))
+    if summary.get("sampled"):
+        facts.append(("cases", _sampled_fact(grouping,
+                                             timing.get("estimate"))))
     backends = run.get("backends") or {}
     if isinstance(backends, dict) and backends:
         said = []
@@ -215,6 +228,22 @@ def run_facts(summary):
             f"{checker['states']} crash states judged, "
             f"{checker['distinct_states']} distinct, each checked once")))
     return facts
+
+
+def _sampled_fact(g, estimated=None):
+    """How a sampled run chose its cases (run.grouping, and the estimate
+    of timing.estimate), in words."""
+    text = (f"{g['kept']} of {g['cases']}: of each group of calls (by call "
+            f"site, file and fault; {g.get('groups')} groups) the first, the "
+            f"last and {g.get('sample')} sampled between them with seed "
+            f"{g.get('seed')}")
+    estimated = estimated if isinstance(estimated, dict) else {}
+    budget, estimate = g.get("budget"), estimated.get("estimate")
+    if is_number(budget) and is_number(estimate) and estimate > budget:
+        text += (f", as every case would take about {_seconds(estimate)} on "
+                 f"{estimated.get('jobs')} jobs, past the {_seconds(budget)} "
+                 "budget")
+    return text + "; --exhaustive for every one"
 
 
 def listed_cases(cases):
