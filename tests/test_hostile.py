@@ -223,8 +223,10 @@ def test_a_program_that_forks_without_end_is_stopped_and_cleaned_up(
     outside the scratch. The processes are killed with the case; the
     file lands in the run's view, is named, and goes with it."""
     before = snapshot(users)
+    # a duration of this test's own: another run's sleeps are not ours
+    nap = f"30.{os.getpid()}"
     proc, cases = audit(tmp_path, COPY + "i=0; while [ $i -lt 200 ]; do "
-                        "sleep 30 & i=$((i+1)); done; "
+                        f"sleep {nap} & i=$((i+1)); done; "
                         f"head -c 20000000 /dev/zero > '{users}/big'")
     assert snapshot(users) == before
     base = baseline(cases)
@@ -232,8 +234,8 @@ def test_a_program_that_forks_without_end_is_stopped_and_cleaned_up(
     assert "outlived" in base["finding"], base["finding"]
     if ROOT_USER:
         assert shown(users / "big") in base["outside"], base["outside"]
-    left = subprocess.run(["pgrep", "-f", "sleep 30"], capture_output=True,
-                          text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", f"sleep {nap}"],
+                          capture_output=True, text=True).stdout.split()
     mine = [p for p in left if os.path.exists(f"/proc/{p}/environ") and
             b"CRASHCHECK_SESSION" in open(f"/proc/{p}/environ", "rb").read()]
     assert not mine

@@ -741,7 +741,7 @@ def unpack_case_dir(text, cases):
     import base64
     import io
     import tarfile
-    from ..commands.outdir import remove_case_dir
+    from .outdir import remove_case_dir
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(text)),
                       mode="r:gz") as tar:
         members = tar.getmembers()
