@@ -65,6 +65,22 @@
 
 static int serve_fd = -1;
 
+/*
+ * The environment main is given. A program's main may take its variables
+ * from its third argument (bash builds its own from it, and its children's
+ * from that), which is the array the kernel laid out, not `environ` once
+ * setenv has had to grow it; and a program may define setenv and unsetenv
+ * of its own (bash's keep its shell's variables, and before its main do
+ * nothing). So a run's process builds its environment itself
+ * (take_environment) and writes it into that array; the harness leaves
+ * room in it with CRASHCHECK_SLOT* variables, which no run keeps.
+ */
+extern char **environ;
+static char **main_env;
+static size_t main_env_room;
+#define SLOT_PREFIX "CRASHCHECK_SLOT"
+#define RUN_ENV_MAX 4096
+
 void cc_serve_say(const char *fmt, ...)
 {
 	char msg[256];
@@ -195,6 +211,67 @@ bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
 	return true;
 }
 
+/* whether ENTRY ("NAME=VALUE", or "NAME" in a request) is of variable NAME
+ * (its first N characters) */
+static bool of_name(const char *entry, const char *name, size_t n)
+{
+	return !strncmp(entry, name, n) && (entry[n] == '=' || entry[n] == '\0');
+}
+
+/*
+ * In a run's process: its environment, the server's without the server's
+ * own variables and with the request's set (NAME=VALUE) or unset (NAME),
+ * in the array main will be given (above). The entries are the request's
+ * own strings, which stay: REQ is cc_serve's, and this process runs once.
+ */
+static bool take_environment(char *req, size_t len, char *err, size_t size)
+{
+	static char *run_env[RUN_ENV_MAX + 1];
+	char *p, *end = req + len;
+	size_t n = 0;
+
+	for (char **e = environ; e && *e; e++) {
+		if (of_name(*e, "CRASHCHECK_SERVE", strlen("CRASHCHECK_SERVE")) ||
+		    !strncmp(*e, SLOT_PREFIX, strlen(SLOT_PREFIX)))
+			continue;
+		if (n == RUN_ENV_MAX)
+			goto full;
+		run_env[n++] = *e;
+	}
+	for (p = req + strlen(req) + 1; p < end; p += strlen(p) + 1) {
+		size_t k = strcspn(p, "="), i, j;
+
+		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)) ||
+		    !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
+			continue;
+		for (i = j = 0; i < n; i++)
+			if (!of_name(run_env[i], p, k))
+				run_env[j++] = run_env[i];
+		n = j;
+		if (p[k] == '=') {
+			if (n == RUN_ENV_MAX)
+				goto full;
+			run_env[n++] = p;
+		}
+	}
+	run_env[n] = NULL;
+	if (!main_env) {
+		environ = run_env;
+		return true;
+	}
+	if (n > main_env_room) {
+		snprintf(err, size, "the run's %zu variables do not fit in the "
+			 "%zu the program started with", n, main_env_room);
+		return false;
+	}
+	memcpy(main_env, run_env, (n + 1) * sizeof(*run_env));
+	environ = main_env;
+	return true;
+full:
+	snprintf(err, size, "a run of more than %d variables", RUN_ENV_MAX);
+	return false;
+}
+
 /*
  * In the child: take the request's descriptors and settings. A request the
  * child cannot follow ends it with status 2 and a line on its stderr,
@@ -228,7 +305,9 @@ static void become_run(char *req, size_t len, int fds[3])
 			cc_die("%s", cf_message(err, sizeof(err), failed, (int)-rc));
 		free(steps);
 	}
-	if (!cc_serve_settings(req, len, err, sizeof(err)))
+	if (chdir(req) < 0)
+		cc_die("fork server: chdir '%s': %s", req, strerror(errno));
+	if (!take_environment(req, len, err, sizeof(err)))
 		cc_die("fork server: %s", err);
 }
 
@@ -340,6 +419,10 @@ void cc_serve(void)
 
 	if (cc_serve_open() < 0)
 		return;
+	/* before anything of a run's changes it: the array main will get */
+	main_env = environ;
+	while (main_env && main_env[main_env_room])
+		main_env_room++;
 	threads = thread_count();
 	if (threads < 0) {
 		cc_serve_say("refuse cannot count the program's threads (no /proc?)");

@@ -186,6 +186,7 @@ def test_a_long_command_line_is_stored_once(tmp_path):
     than audit.LONG_COMMAND is written once, into reproduce.sh in the
     output directory, which each case's line runs with its id."""
     from harness.commands import audit
+    from harness.engine.auditspec import shell_word
     arg = "x" * 20000
     out = tmp_path / "out"
     proc = cli("audit", "--faults", "eio", "--out", out, "--", "sh", "-c",
@@ -203,7 +204,7 @@ def test_a_long_command_line_is_stored_once(tmp_path):
     for c in cases:
         assert arg not in c["reproduce"]
         assert c["reproduce"].startswith("sh ") and \
-            c["reproduce"].endswith(audit.shell_word(c["id"]))
+            c["reproduce"].endswith(shell_word(c["id"]))
     assert arg not in proc.stdout
 
 

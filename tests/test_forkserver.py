@@ -754,3 +754,48 @@ def test_sigterm_while_the_baselines_record_ends_a_sweep_of_one_job(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "could not be recorded" not in err
     assert until_none(lambda: _marked(sleeper), 10) == []
+
+
+def test_a_served_bash_gets_the_runs_environment(tmp_path, home):
+    """bash defines setenv and unsetenv of its own (its shell's
+    variables, nothing before its main) and builds its children's
+    environment from main's third argument: a served run of it still
+    has the run's variables and not the server's, and so do its
+    children (before, they had the server's descriptor variable and no
+    plan, and every planned fault of a bash script never fired)."""
+    srv = serve(["/bin/bash", "-c", 'echo "$FOO"; env | grep -c -e '
+                 "'^CRASHCHECK_SERVE=' -e '^CRASHCHECK_SLOT' || true; "
+                 "sh -c 'echo \"$FOO\"'"], home)
+    try:
+        for value in ("one", "two"):
+            run = srv.run(cwd=str(home), timeout=20, extra={"FOO": value})
+            assert run.status == 0 and not run.timed_out, run.stderr
+            assert run.stdout.decode().split() == [value, "0", value], \
+                run.stdout
+    finally:
+        srv.close()
+
+
+def test_a_bash_script_served_is_judged_as_execd(tmp_path):
+    """An audit of a bash script whose commands do the work: its forked
+    cases fire their faults in the script's children and give the
+    verdicts of an audit that execs every case."""
+    script = tmp_path / "save.sh"
+    script.write_text('#!/bin/bash\ncp "$2" "$1.tmp" || exit 1\n'
+                      'sync "$1.tmp" || exit 1\nmv "$1.tmp" "$1" || exit 1\n')
+    script.chmod(0o755)
+    got = {}
+    for mode, extra in (("served", ()), ("execd", ("--exec-each",))):
+        out = tmp_path / mode
+        proc = subprocess.run(
+            [str(ROOT / "scripts" / "crashcheck"), "audit", "--out", str(out),
+             *extra, "--", str(script), "{target}", "{new}"],
+            capture_output=True, text=True, timeout=600)
+        assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr
+        with open(out / "results.json") as fh:
+            cases = json.load(fh)["cases"]
+        assert not [c["id"] for c in cases
+                    if c["verdict"] == "harness-error"], proc.stdout[-3000:]
+        got[mode] = {c["id"]: c["verdict"] for c in cases}
+    assert got["served"] == got["execd"]
+    assert "not-durable" in got["served"].values()

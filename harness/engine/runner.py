@@ -54,6 +54,10 @@ RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_LIMIT", "CRASHCHECK_NOTE")
 OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN,
                        confine_mod.VIEW_VAR)
+# A fork server's room for a run's variables (faults/serve.c): more than
+# RUN_VARS and what a run adds to them
+ENV_SLOT = "CRASHCHECK_SLOT"
+ENV_SLOTS = 32
 
 
 class SetupError(UsageError):
@@ -801,6 +805,11 @@ class ForkServer:
         try:
             env = build_env(program=argv[0], cwd=home, backend=backend)
             env["CRASHCHECK_SERVE"] = str(slot)
+            if backend != "syscall":
+                # room in the environment main is given, for each run's
+                # variables: faults/serve.c writes them there
+                # (take_environment), leaving these out
+                env.update((f"{ENV_SLOT}{i}", "") for i in range(ENV_SLOTS))
             # in its own cgroup (of the session's, so that it goes with
             # them), not in a run's, whose end kills all
             srv = self._session.local().srv
