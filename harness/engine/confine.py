@@ -217,6 +217,14 @@ class View:
             self._made.add(n)
         return upper, work
 
+    def _overlay(self, n, lower, target):
+        """The step that mounts layer N over LOWER at TARGET (kept in
+        overlays, for what the run wrote there)."""
+        upper, work = self._layer(n)
+        self.overlays.append((lower, upper))
+        return (f"O\t{target}\tlowerdir={_opt(lower)},"
+                f"upperdir={_opt(upper)},workdir={_opt(work)}" + self.xattr)
+
     def steps(self, writable, cwd):
         """The steps of a view (faults/confine.c) in which the directories
         WRITABLE are the real ones and everything else is as described in
@@ -245,12 +253,8 @@ class View:
                     not os.path.isdir(point):
                 lines.append(f"R\t{point}\t{target}")
                 continue
-            upper, work = self._layer(n)
+            lines.append(self._overlay(n, point, target))
             n += 1
-            self.overlays.append((point, upper))
-            lines.append(f"O\t{target}\tlowerdir={_opt(point)},"
-                         f"upperdir={_opt(upper)},workdir={_opt(work)}"
-                         + self.xattr)
         # /sys alone: its submounts (a dozen cgroup hierarchies) cost a
         # quarter of the view, and a program under test has no use for them
         lines += [f"B\t/proc\t{root}/proc", f"r\t/sys\t{root}/sys",
@@ -260,12 +264,8 @@ class View:
                 not any(_under(shm, w) for w in writable):
             # the machine's /dev/shm (other runs' scratch among it) is
             # not the run's to change
-            upper, work = self._layer(n)
+            lines.append(self._overlay(n, shm, f"{root}{shm}"))
             n += 1
-            self.overlays.append((shm, upper))
-            lines.append(f"O\t{root}{shm}\tlowerdir={_opt(shm)},"
-                         f"upperdir={_opt(upper)},workdir={_opt(work)}"
-                         + self.xattr)
         lines += self._scratch_steps(writable, cwd)
         return "\n".join(lines)
 

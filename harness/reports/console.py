@@ -34,6 +34,19 @@ def models_note(case):
     return ""
 
 
+def finding_lines(c, indent="", word="FINDING"):
+    """A case's lines on the console, INDENT before each: its WORD line,
+    the first sentence of its explanation, its reproduce command."""
+    lines = [f"{indent}{word} {c['id']}: {c['verdict']}: "
+             f"{c.get('finding') or ''}{models_note(c)}"]
+    why = first_sentence(c.get("explanation"))
+    if why:
+        lines.append(f"{indent}  why: {why}")
+    if c.get("reproduce"):
+        lines.append(f"{indent}  reproduce: {c['reproduce']}")
+    return lines
+
+
 def console_lines(cases, summary, per_defect=10):
     """The short story of a run's findings for a terminal: each failing
     defect on one line with how many cases it was seen in, then up to
@@ -50,26 +63,14 @@ def console_lines(cases, summary, per_defect=10):
                      f"{plural(d['cases'], 'case')}")
         members = [c for c in defect_cases(d, by_id) if not c["passed"]]
         for c in members[:per_defect]:
-            lines.append(f"  FINDING {c['id']}: {c['verdict']}: "
-                         f"{c.get('finding') or ''}{models_note(c)}")
-            why = first_sentence(c.get("explanation"))
-            if why:
-                lines.append(f"    why: {why}")
-            if c.get("reproduce"):
-                lines.append(f"    reproduce: {c['reproduce']}")
+            lines += finding_lines(c, "  ")
         if len(members) > per_defect:
             lines.append(f"  and {len(members) - per_defect} more cases of this "
                          "defect (every one in report.md and results.json)")
         shown.update(d["ids"])
     for c in sorted(cases, key=lambda c: c["id"]):
         if not c["passed"] and c["id"] not in shown:
-            lines.append(f"FINDING {c['id']}: {c['verdict']}: "
-                         f"{c.get('finding') or ''}{models_note(c)}")
-            why = first_sentence(c.get("explanation"))
-            if why:
-                lines.append(f"  why: {why}")
-            if c.get("reproduce"):
-                lines.append(f"  reproduce: {c['reproduce']}")
+            lines += finding_lines(c)
     # grouped by what was written: a program that writes its history
     # file in every case is one line
     groups = defaultdict(list)

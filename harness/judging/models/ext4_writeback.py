@@ -12,22 +12,16 @@ and rewritten can have its new data written into its old blocks while
 the truncation is still uncommitted (measured here: the old size with
 the new bytes, fsops truncate and ftruncate)."""
 
-from . import base
+from .ext4_ordered import Ext4Ordered
 
 
-class Ext4Writeback(base.Model):
+class Ext4Writeback(Ext4Ordered):
+    """data=ordered's policies (since dioread_nolock, ordered data orders
+    no more than this), but for the reuse of freed blocks."""
     name = "ext4-writeback"
     summary = ("ext4 data=writeback: metadata in one journal, data not "
                "ordered with it: a committed size can read as zeros")
-    metadata = base.JOURNAL
-    file_sync = base.LOG_TO_FILE
-    dir_sync = base.LOG_TO_DIR
-    overwrite = base.INDEPENDENT
-    append = base.ZERO_FILL
-    replace_alloc = frozenset((base.RENAME, base.TRUNCATE))
-    torn_sectors = True
     freed_reuse = True
-    failed_sync = base.PAGE
     sources = (
         "Documentation/admin-guide/ext4.rst: data=writeback does not "
         "preserve data ordering, data may reach the disk after its "

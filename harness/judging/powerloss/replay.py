@@ -662,11 +662,7 @@ class World(Snapshots, Audit):
                 if not isinstance(e, DirOp):
                     images.setdefault(e.ino, self._node(e.ino).dimg)
                     e.apply(None, images)
-            for ino, img in images.items():
-                node = self.inodes[ino]
-                if img != node.dimg:
-                    node.dimg = img
-                    node.rev += 1
+            self._durable_images(images)
             if self.ops or self.dur != self.vis:
                 self.gen += 1
             self.ops = []
@@ -679,6 +675,15 @@ class World(Snapshots, Audit):
             self.ops = ops
             self.dur[dino] = dict(listing)
         self._dur_files = None
+
+    def _durable_images(self, images):
+        """IMAGES (ino -> durable content) become the files' durable
+        images."""
+        for ino, img in images.items():
+            node = self.inodes[ino]
+            if img != node.dimg:
+                node.dimg = img
+                node.rev += 1
 
     def _commit_ops(self, chosen):
         """The changes CHOSEN (a subset of the log, in its order) are
@@ -700,11 +705,7 @@ class World(Snapshots, Audit):
             else:
                 images.setdefault(e.ino, self._node(e.ino).dimg)
                 e.apply(None, images)
-        for ino, img in images.items():
-            node = self.inodes[ino]
-            if img != node.dimg:
-                node.dimg = img
-                node.rev += 1
+        self._durable_images(images)
         gone = {id(e) for e in chosen}
         self.ops = [e for e in self.ops if id(e) not in gone]
         self.gen += 1
