@@ -26,10 +26,10 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import runner, sweep, trace
+from harness.engine import runner, sweep, cases as casesmod, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
-           sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
+           casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
 
 
 @pytest.fixture
@@ -52,9 +52,9 @@ def fd_count(pid):
 
 def settings(scratch):
     s = os.fspath(scratch)
-    return dict(cwd=os.path.join(s, sweep.WORK),
+    return dict(cwd=os.path.join(s, casesmod.WORK),
                 trace=os.path.join(s, "trace.jsonl"),
-                watch=os.path.join(s, sweep.WORK),
+                watch=os.path.join(s, casesmod.WORK),
                 snapdir=os.path.join(s, "snaps"),
                 shared=os.path.join(s, "shared"))
 
@@ -101,7 +101,7 @@ def trace_without_pids(path):
 
 def outcome(scratch, run):
     """What a test compares of a run: all it told and all it left."""
-    work = scratch / sweep.WORK
+    work = scratch / casesmod.WORK
     return dict(status=run.status, signal=run.signal,
                 timed_out=run.timed_out, stdout=run.stdout,
                 stderr=run.stderr,
@@ -116,7 +116,7 @@ def plans(backend):
     open is an openat, and the loader's opens count before it."""
     opens = "open#1" if backend == "preload" else "openat(target.tmp)#1"
     return [""] + [p for call in (opens, "write#1", "fsync#1", "rename#1")
-                   for _, p in sweep.fault_plans(
+                   for _, p in casesmod.fault_plans(
                        call, calls.table()[call.split("(")[0].split("#")[0]].faults)] \
         + [""]
 
@@ -185,7 +185,7 @@ def test_environment_and_descriptors_are_an_execs(tmp_path, home, backend):
               "print([l for l in open('/proc/self/status')"
               " if l.startswith(('SigIgn', 'SigBlk'))])\n"
               "print(os.getcwd(), os.environ.get('TMPDIR'))")
-    (tmp_path / "s" / sweep.WORK).mkdir(parents=True)
+    (tmp_path / "s" / casesmod.WORK).mkdir(parents=True)
     (tmp_path / "s" / "snaps").mkdir()
     kw = settings(tmp_path / "s")
     exec_run = runner.run(argv, plan="fsync#9=EIO", timeout=30,
@@ -434,7 +434,7 @@ COMPARED = ("verdict", "passed", "finding", "explanation", "state", "model",
 def sweep_results(out, *extra):
     proc = subprocess.run(
         [str(ROOT / "scripts" / "crashcheck"), "run", "--out", str(out),
-         *extra, *(str(sweep.SPEC_DIR / f"{w}.toml") for w in
+         *extra, *(str(casesmod.SPEC_DIR / f"{w}.toml") for w in
                    ("fsync-unchecked", "no-dir-fsync", "short-write-ignored"))],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -462,8 +462,8 @@ def test_forked_and_execd_sweeps_agree(tmp_path, backend):
 
 def judge_for(tmp_path, fork_server):
     from harness.engine import spec as specmod
-    specs = [specmod.load(sweep.SPEC_DIR / "replace.toml")]
-    settings = sweep.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
+    specs = [specmod.load(casesmod.SPEC_DIR / "replace.toml")]
+    settings = casesmod.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
                               fork_server=fork_server)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     judge = sweep.Judge(specs, settings)
@@ -485,7 +485,7 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         assert server is not None and key == ("preload", *sweep.argv_of(judge.combos[combo]))
         # started where its runs work, as an exec'd run starts
         assert os.readlink(f"/proc/{server.pid}/cwd") == \
-            str(judge._scratch / sweep.WORK)
+            str(judge._scratch / casesmod.WORK)
         os.kill(server.pid, signal.SIGKILL)
         rest = [judge.execute(c) for c in mine[1:]]
         assert key in judge._unservable and judge._server is None
@@ -511,7 +511,7 @@ def test_a_supervisor_server_that_ended_after_a_run_is_started_again(tmp_path):
         '(sleep 30 &)", "{target}", "{new}"]\n'
         'contract = "in-place"\nsizes = [10]\n')
     specs = [specmod.load(spec_path)]
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1,
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
                               backend="syscall")
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     judge = sweep.Judge(specs, settings)
@@ -629,7 +629,7 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
         for c in firsts:
             results.append(judge.execute(c))
             servers.add(judge._server.pid)
-            works.add(os.stat(judge._scratch / sweep.WORK).st_ino)
+            works.add(os.stat(judge._scratch / casesmod.WORK).st_ino)
         assert len(servers) == 1 and len(works) == 1
         ref, _ = judge_for(tmp_path / "ref", False)
         try:
@@ -649,12 +649,12 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     scratch = tmp_path / "s"
     scratch.mkdir()
     sweep.prepare(scratch, b"old", b"new")
-    shutil.rmtree(scratch / sweep.WORK)
-    (scratch / sweep.WORK).write_bytes(b"not a directory")
+    shutil.rmtree(scratch / casesmod.WORK)
+    (scratch / casesmod.WORK).write_bytes(b"not a directory")
     sweep._empty_scratch(scratch)
     assert list(scratch.iterdir()) == []
     sweep.prepare(scratch, b"old", b"new")
-    assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
+    assert (scratch / casesmod.WORK / casesmod.TARGET).read_bytes() == b"old"
 
 
 def hanging_sweep(tmp_path, script, *extra):

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fullfs, spec as specmod, sweep
+from harness.engine import fullfs, spec as specmod, sweep, cases as casesmod
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE
@@ -140,12 +140,12 @@ def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
         raise fullfs.Unavailable("a full disk needs a tmpfs mount, which needs root")
     monkeypatch.setattr(fullfs, "mount", refuse)
     s = specmod.load(ROOT / "workloads" / "specs" / "mmap-ftruncate.toml")
-    combo = sweep.Combo(s, "mmap", s.sizes[0])
+    combo = casesmod.Combo(s, "mmap", s.sizes[0])
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     base = sweep.execute_run(combo, "", scratch, 10)
     assert base.run.status == 0, base.run.stderr_text()
-    cases = sweep.cases_of(combo, base, sweep.Settings(out=tmp_path / "out"))
+    cases = sweep.cases_of(combo, base, casesmod.Settings(out=tmp_path / "out"))
     full = [c for c in cases if c.disk == "full"]
     assert [(c.id, c.kind, c.plan) for c in full] == [
         (f"{combo.prefix}-disk=full", "enospc", "")]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import sweep
+from harness.engine import sweep, cases as casesmod
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -55,7 +55,7 @@ def by_form(doc):
 # ------------------------------------------------------------- select()
 
 def settings(**kw):
-    return sweep.Settings(out=Path("/nonexistent"), **kw)
+    return casesmod.Settings(out=Path("/nonexistent"), **kw)
 
 
 def test_select_keeps_first_last_and_a_seeded_sample():
@@ -172,7 +172,7 @@ def found(n_faults, n_points, seconds, models=2):
     """A Found of one group of N_FAULTS fault cases and one of N_POINTS
     crash points, each case estimated at SECONDS."""
     def case(i, kind):
-        return sweep.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
+        return casesmod.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
     return sweep.Found(
         [case(0, "baseline")],
         [(("site", "write"), case(i, "fault")) for i in range(n_faults)],

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import coords  # noqa: E402
-from harness.engine import confine, runner, sweep, trace  # noqa: E402
+from harness.engine import confine, runner, sweep, cases as casesmod, trace  # noqa: E402
 from harness.engine import spec as specmod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
 
@@ -309,7 +309,7 @@ def test_the_snapshots_of_a_case_go_before_the_next(tmp_path):
         tmp_path / "rand.toml", "rand",
         ["/bin/sh", "-c", 'head -c 20000 /dev/urandom > "$1.tmp" && '
          'mv "$1.tmp" "$1"', "sh", "{target}"], check=["/bin/true"]))
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1,
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
                               kinds=("baseline", "eintr", "short", "eio"))
     cases_, _ = sweep.enumerate_cases([s], settings, log=lambda m: None)
     judge = sweep.Judge([s], settings)
@@ -321,7 +321,7 @@ def test_the_snapshots_of_a_case_go_before_the_next(tmp_path):
                 continue
             judge.execute(c)
             if judge._scratch is not None:
-                counts.append(len(list((judge._scratch / sweep.SNAPS)
+                counts.append(len(list((judge._scratch / casesmod.SNAPS)
                                        .iterdir())))
         assert len(counts) >= 8, counts
         assert max(counts) <= 8, counts

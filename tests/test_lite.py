@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
-from harness.engine import runner, sweep  # noqa: E402
+from harness.engine import runner, sweep, cases as casesmod  # noqa: E402
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -229,12 +229,12 @@ def spec_file(tmp_path, name, argv, sizes, timeout=None):
 
 
 def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
-           kinds=sweep.KINDS, note=lambda out: out.trace_from):
+           kinds=casesmod.KINDS, note=lambda out: out.trace_from):
     """Every case of SPECS (of KINDS, whose id ONLY takes) judged in one
     process: ({id: (result, [NOTE(Outcome) of each run])}, judge)."""
     # every call's cases (no grouping): what lite and thin runs must
     # hold to is every case a long trace gives
-    settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
+    settings = casesmod.Settings(out=tmp_path / ("lite" if lite else "whole"),
                               jobs=1, lite=lite, keep=keep,
                               fork_server=fork_server, kinds=kinds,
                               exhaustive=True)

@@ -31,14 +31,14 @@ from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import run as runcmd
 from ..engine import outdir
-from ..engine import sweep
+from ..engine import sweep, cases as casesmod
 from ..engine.spec import MAX_SIZE
 from ..engine.auditspec import (AUDIT_DIR, NEW_FILE, OLD_FILE, SPEC_FILE,
                                 START_DIR, shell_join)
 
 # The default new content when --new is not given: two whole blocks and a
 # byte, so a torn write shows block by block; the default old content is a
-# block longer (sweep.old_size), so a program that forgets to truncate
+# block longer (casesmod.old_size), so a program that forgets to truncate
 # leaves a visible tail.
 DEFAULT_SIZE = 8193
 DEFAULT_TIMEOUT = 10.0
@@ -97,7 +97,7 @@ def inputs_again(desc, directory):
         elif old_file:
             old = read_input("--old", old_file)
         else:
-            old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+            old = payload.make(casesmod.old_size(len(new)), payload.OLD, 0)
         (directory / NEW_FILE).write_bytes(new)
         if old is not None:
             (directory / OLD_FILE).write_bytes(old)
@@ -245,7 +245,7 @@ def _file_kind(mode):
 
 def target_arg(text):
     if text is None:
-        return sweep.TARGET
+        return casesmod.TARGET
     if (not text or "/" in text or text in (".", "..") or "\0" in text
             or text.startswith("-")):
         raise UsageError(f"--target: '{text}' is not a plain file name "
@@ -373,7 +373,7 @@ def cmd_audit(args):
     if new is None:
         new = payload.make(DEFAULT_SIZE, payload.NEW, 0)
     if old is None and not args.absent and not tree:
-        old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+        old = payload.make(casesmod.old_size(len(new)), payload.OLD, 0)
 
     name = program_name(program[0])
     default = results_root() / ("rerun" if args.case else f"audit-{name}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
 from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep)
+                      sweep, cases as casesmod)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -155,17 +155,17 @@ def cmd_replay(args):
             except realfs.Unavailable as e:
                 raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
                     from None
-        settings = sweep.Settings(
+        settings = casesmod.Settings(
             out=work, fs=fs,
             models=(model,) if model and not realfs.fs_of(model) else tuple(
-                m for m in run.get("models") or sweep.DEFAULT_MODELS
-                if m in sweep.MODELS) or sweep.DEFAULT_MODELS,
+                m for m in run.get("models") or casesmod.DEFAULT_MODELS
+                if m in casesmod.MODELS) or casesmod.DEFAULT_MODELS,
             seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
             jobs=1, home=bool((run.get("audit") or {}).get("home")),
             exhaustive=True, sector=_sector(run))
         settings.scratch_limit = sweep.default_limit(1)
         settings.work.mkdir(parents=True)
-        combo = next((c for c in sweep.combos([spec])
+        combo = next((c for c in casesmod.combos([spec])
                       if case_id.startswith(c.prefix + "-")), None)
         if combo is None:
             raise UsageError(f"case '{case_id}' matches no strategy and size "
@@ -229,8 +229,8 @@ def lay_out(judge, res, dest, combo):
     elif os.path.lexists(state_dir):
         raise UsageError(f"--out: '{state_dir}' exists and is not a replay's "
                          "state: give a new or empty directory")
-    old, new = sweep.contents(combo)
-    target = sweep.target_name(combo.spec)
+    old, new = casesmod.contents(combo)
+    target = casesmod.target_name(combo.spec)
     st = next((s for s in judge.last_states if s.label == res.get("state")), None)
     if st is not None:
         explorer.layout(st, state_dir)

@@ -35,7 +35,7 @@ from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep)
+               sweep, cases as casesmod)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -49,15 +49,15 @@ def pytest_addoption(parser):
                      "like a spec; repeatable")
     g.addoption("--cc-out", default=str(ROOT / "results"), metavar="DIR",
                 help="results directory (default: results/)")
-    g.addoption("--cc-model", default=",".join(sweep.DEFAULT_MODELS),
+    g.addoption("--cc-model", default=",".join(casesmod.DEFAULT_MODELS),
                 metavar="MODELS",
                 help="crash model(s) for power-loss cases: one of "
-                     + ", ".join(sweep.MODELS) + ", a comma list, or all")
+                     + ", ".join(casesmod.MODELS) + ", a comma list, or all")
     g.addoption("--cc-fs", default=None, choices=realfs.FILESYSTEMS,
                 help="also judge power loss on this real filesystem "
                      "(harness/engine/realfs.py; root only)")
     g.addoption("--cc-faults", default="all", metavar="KINDS",
-                help="comma-separated fault classes: " + ",".join(sweep.KINDS))
+                help="comma-separated fault classes: " + ",".join(casesmod.KINDS))
     g.addoption("--cc-case", action="append", default=[], metavar="ID",
                 help="run only this case id (exact); repeatable")
     g.addoption("--cc-shard", default=None, metavar="K/N",
@@ -107,10 +107,10 @@ def pytest_addoption(parser):
     g.addoption("--cc-sample", type=int, default=None,
                 help="cases sampled inside a group of calls, whatever the "
                      "budget (default: every case when the budget allows)")
-    g.addoption("--cc-budget", type=float, default=sweep.BUDGET,
+    g.addoption("--cc-budget", type=float, default=casesmod.BUDGET,
                 help="seconds the cases may take, as estimated from the "
                      "baselines: every case when they fit, else sampled "
-                     f"(default {sweep.BUDGET:g}; 0: no limit)")
+                     f"(default {casesmod.BUDGET:g}; 0: no limit)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -150,10 +150,10 @@ def _remote(config):
 
 def settings_from(config):
     faults = config.getoption("--cc-faults")
-    kinds = sweep.KINDS if faults == "all" else tuple(
+    kinds = casesmod.KINDS if faults == "all" else tuple(
         k.strip() for k in faults.split(",") if k.strip())
     for k in kinds:
-        if k not in sweep.KINDS:
+        if k not in casesmod.KINDS:
             raise pytest.UsageError(f"--cc-faults: unknown fault class {k!r}")
     try:
         model = models.parse(config.getoption("--cc-model"))
@@ -170,7 +170,7 @@ def settings_from(config):
         rerun += ["--scratch-limit", str(config.getoption("--cc-scratch-limit"))]
     if config.getoption("--cc-home"):
         rerun.append("--home")
-    return sweep.Settings(
+    return casesmod.Settings(
         rerun=tuple(rerun),
         scratch_limit=config.getoption("--cc-scratch-limit"),
         home=config.getoption("--cc-home"),
@@ -228,7 +228,7 @@ def _jobs(config):
 
 def parse_shard(text):
     try:
-        return sweep.parse_shard(text)
+        return casesmod.parse_shard(text)
     except ValueError as e:
         raise pytest.UsageError(f"--cc-shard: {e}") from None
 
@@ -381,7 +381,7 @@ class Sweep:
 
     def load_cases(self):
         with open(self.work / CASES_FILE) as fh:
-            self.cases = [sweep.Case(**c) for c in json.load(fh)]
+            self.cases = [casesmod.Case(**c) for c in json.load(fh)]
         return self.cases
 
 
@@ -486,7 +486,7 @@ def pytest_configure(config):
             k, n = parse_shard(shard) if shard else (1, 1)
             state.selected = [c.id for c in state.cases
                               if (not wanted or c.id in wanted)
-                              and (not shard or sweep.in_shard(c.id, k, n))]
+                              and (not shard or casesmod.in_shard(c.id, k, n))]
         if unknown:
             sweep.remove_work(state.settings.work_link)
             outdir.release(state.settings.out, refused=True)
@@ -572,7 +572,7 @@ class CaseFile(pytest.File):
         shard = self.config.getoption("--cc-shard")
         if shard:
             k, n = parse_shard(shard)
-            cases = [c for c in cases if sweep.in_shard(c.id, k, n)]
+            cases = [c for c in cases if casesmod.in_shard(c.id, k, n)]
         for c in cases:
             # the name a parametrized test_case had: -k and the progress
             # lines read as before
@@ -913,7 +913,7 @@ def write_reports(config, state, results, interrupted):
     except (OSError, ValueError):
         pass
     # which backend ran each program, and why (sweep.record_baseline)
-    meta["backends"] = sweep.backends(state.work, sweep.combos(state.specs))
+    meta["backends"] = sweep.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
         # a checker's answers by content (sweep.CheckCache): how many

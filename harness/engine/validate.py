@@ -47,7 +47,7 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep
+from . import contain, pool, realfs, runner, spec as specmod, sweep, cases as casesmod
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def combos_of(specs, max_size):
         else:
             some = [s for s in small if s > 0] or small
             keep = {max(small), 4097 if 4097 in small else min(some)}
-        for c in sweep.combos([spec]):
+        for c in casesmod.combos([spec]):
             if c.size in keep:
                 out.append(c)
     return out
@@ -311,7 +311,7 @@ def run(plan, log=print):
     plan.root = runner.make_scratch("crashcheck-validate-")
     try:
         for config in plan.configs:
-            settings = sweep.Settings(out=plan.root / config.name,
+            settings = casesmod.Settings(out=plan.root / config.name,
                                       fs=config.fs, fs_options=config.options,
                                       jobs=plan.jobs, models=("posix",))
             settings.scratch_limit = sweep.default_limit(plan.jobs)
