@@ -139,7 +139,7 @@ DISKS = ("normal", "full")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 # a case's call coordinate: "sync#1", or on a file "fsync(target.tmp)#1"
 # (harness/coords.py); or a call's name alone, "close"; or the
-# full-disk case's "disk=full" (sweep.FULL_DISK)
+# full-disk case's "disk=full" (records.FULL_DISK)
 _CALL = re.compile(r"[a-z_][a-z0-9_]*((\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?)?\Z"
                    r"|disk=full\Z")
 BACKENDS = ("preload", "syscall")

@@ -47,7 +47,7 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep, cases as casesmod
+from . import contain, pool, realfs, runner, spec as specmod, sweep, records as recordsmod, cases as casesmod
 
 
 @dataclass(frozen=True)
@@ -204,10 +204,10 @@ def _baseline(item):
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
     points = []
-    for rec in sweep.crash_point_records(out.records)[1:]:
+    for rec in recordsmod.crash_point_records(out.records)[1:]:
         if rec is None:
             points.append(("exit", None))
-        elif sweep.is_crash_point(rec, workdir, table):
+        elif recordsmod.is_crash_point(rec, workdir, table):
             points.append((names[rec], rec["seq"]))
     return {"points": points, "how": how}
 
@@ -234,15 +234,15 @@ def _unit(item):
             scratch, plan.timeout, record=False, settings=settings,
             backend=how, crash=True, before_crash=HOOKS[variation])
         res["real_seconds"] = time.perf_counter() - t0
-        if out.run.timed_out or (coord != "exit" and sweep.crash_seq(out) != seq) \
+        if out.run.timed_out or (coord != "exit" and recordsmod.crash_seq(out) != seq) \
                 or (coord == "exit" and out.run.status != 0):
             res["missed"] = (f"the run did not stop at {coord}, seq {seq} "
                              f"(exit status {out.run.status}, signal "
                              f"{out.run.signal}, stopped at seq "
-                             f"{sweep.crash_seq(out)})")
+                             f"{recordsmod.crash_seq(out)})")
             return res
         base = sweep.load_run(settings.work / prefix)
-        records = sweep.records_upto(base.records, seq)
+        records = recordsmod.records_upto(base.records, seq)
         if variation == "sync-other":
             records = realfs.with_sync_record(records, out.before_crash)
         _, tree = out.real
