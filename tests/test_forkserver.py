@@ -26,7 +26,7 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import runner, sweep, cases as casesmod, trace
+from harness.engine import runner, sweep, execute, cases as casesmod, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
@@ -137,10 +137,10 @@ def test_a_served_run_is_the_exec_run(tmp_path, home, backend):
             got = {}
             for how in ("exec", "served"):
                 if scratch.exists():
-                    sweep.clear_dir(scratch)
+                    execute.clear_dir(scratch)
                 else:
                     scratch.mkdir()
-                sweep.prepare(scratch, old, new)
+                execute.prepare(scratch, old, new)
                 kw = settings(scratch)
                 if how == "exec":
                     run = runner.run(REPLACE, plan=plan, timeout=10,
@@ -338,7 +338,7 @@ def test_a_supervised_run_past_its_limit_ends_as_an_execd_one(tmp_path, home):
         for how in ("exec", "served"):
             scratch = tmp_path / how
             scratch.mkdir()
-            sweep.prepare(scratch, b"old" * 3000, b"new" * 5000)
+            execute.prepare(scratch, b"old" * 3000, b"new" * 5000)
             kw = settings(scratch)
             note = scratch / "note"
             if how == "exec":
@@ -482,7 +482,7 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         first = judge.execute(mine[0])
         server = judge._server
         key = judge._server_key
-        assert server is not None and key == ("preload", *sweep.argv_of(judge.combos[combo]))
+        assert server is not None and key == ("preload", *execute.argv_of(judge.combos[combo]))
         # started where its runs work, as an exec'd run starts
         assert os.readlink(f"/proc/{server.pid}/cwd") == \
             str(judge._scratch / casesmod.WORK)
@@ -648,12 +648,12 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
 def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     scratch = tmp_path / "s"
     scratch.mkdir()
-    sweep.prepare(scratch, b"old", b"new")
+    execute.prepare(scratch, b"old", b"new")
     shutil.rmtree(scratch / casesmod.WORK)
     (scratch / casesmod.WORK).write_bytes(b"not a directory")
-    sweep._empty_scratch(scratch)
+    execute._empty_scratch(scratch)
     assert list(scratch.iterdir()) == []
-    sweep.prepare(scratch, b"old", b"new")
+    execute.prepare(scratch, b"old", b"new")
     assert (scratch / casesmod.WORK / casesmod.TARGET).read_bytes() == b"old"
 
 

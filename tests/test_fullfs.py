@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fullfs, spec as specmod, sweep, cases as casesmod
+from harness.engine import fullfs, spec as specmod, sweep, execute, cases as casesmod
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE
@@ -143,7 +143,7 @@ def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
     combo = casesmod.Combo(s, "mmap", s.sizes[0])
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    base = sweep.execute_run(combo, "", scratch, 10)
+    base = execute.execute_run(combo, "", scratch, 10)
     assert base.run.status == 0, base.run.stderr_text()
     cases = sweep.cases_of(combo, base, casesmod.Settings(out=tmp_path / "out"))
     full = [c for c in cases if c.disk == "full"]
@@ -152,7 +152,7 @@ def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
     assert all(c.disk == "normal" for c in cases if c not in full)
     other = tmp_path / "other"
     other.mkdir()
-    out = sweep.execute_run(combo, "", other, 10, full_disk=True)
+    out = execute.execute_run(combo, "", other, 10, full_disk=True)
     assert out.run.skipped
     assert 'disk = "full" unavailable: a full disk needs a tmpfs mount' in out.run.stderr_text()
 

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
-from harness.engine import runner, sweep, cases as casesmod  # noqa: E402
+from harness.engine import runner, sweep, execute, cases as casesmod  # noqa: E402
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -243,13 +243,13 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
     judge = sweep.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     ran = []
-    execute_run = sweep.execute_run
+    execute_run = execute.execute_run
 
     def counted(*args, **kw):
         out = execute_run(*args, **kw)
         ran.append(note(out))
         return out
-    sweep.execute_run = counted
+    execute.execute_run = counted
     try:
         results = {}
         for c in cases:
@@ -257,7 +257,7 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
             res = judge.execute(c)
             results[c.id] = (res, ran[before:])
     finally:
-        sweep.execute_run = execute_run
+        execute.execute_run = execute_run
         judge.close_server()
         sweep.remove_work(settings.work_link)
         shutil.rmtree(judge.scratch_root, ignore_errors=True)

@@ -333,11 +333,11 @@ def test_lazy_trace_falls_back_to_the_whole_parse():
 def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
     """A pool process reuses one scratch for a combo's cases: the input
     stays, unless the last program moved, removed or rewrote it."""
-    from harness.engine import sweep as sw, cases as casesmod
+    from harness.engine import execute, cases as casesmod
     scratch = tmp_path / "s"
     scratch.mkdir()
     new, old = b"new content\n", b"old content, longer\n"
-    sw.prepare(scratch, old, new)
+    execute.prepare(scratch, old, new)
     inp = scratch / casesmod.INPUT / casesmod.NEW
     work = scratch / casesmod.WORK
     spoilers = [
@@ -353,7 +353,7 @@ def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
                 fh.write(b"X")
         (work / "leftover.tmp").write_bytes(b"junk")
         (scratch / "trace.jsonl").write_bytes(b"{}\n")
-        sw.prepare(scratch, old, new, reuse_input=True)
+        execute.prepare(scratch, old, new, reuse_input=True)
         assert inp.read_bytes() == new
         # the target, and the run's own TMPDIR, empty
         assert sorted(p.name for p in work.iterdir()) == [casesmod.TMP, "target"]

@@ -31,7 +31,7 @@ from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import run as runcmd
 from ..engine import outdir
-from ..engine import sweep, cases as casesmod
+from ..engine import execute, cases as casesmod
 from ..engine.spec import MAX_SIZE
 from ..engine.auditspec import (AUDIT_DIR, NEW_FILE, OLD_FILE, SPEC_FILE,
                                 START_DIR, shell_join)
@@ -436,10 +436,10 @@ def cmd_audit(args):
     try:
         if tree:
             # once, here: every run of the audit starts from a copy of it
-            sweep.build_start(
+            execute.build_start(
                 inputs / START_DIR, args.old_dir,
                 ["/bin/sh", "-c", args.setup] if args.setup else None,
-                min(sweep.SETUP_TIMEOUT, 10 * desc["timeout"]),
+                min(execute.SETUP_TIMEOUT, 10 * desc["timeout"]),
                 "--old-dir", "--setup")
         return runcmd.sweep(argv, out)
     finally:

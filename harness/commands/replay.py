@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
 from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep, cases as casesmod)
+                      sweep, execute, cases as casesmod)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -172,10 +172,10 @@ def cmd_replay(args):
                              f"of {spec.path}")
         scratch = settings.work / combo.prefix
         scratch.mkdir()
-        sweep.start_tree(combo, settings.work)
+        execute.start_tree(combo, settings.work)
         # under the backend the case ran under (its baseline's)
         how = recorded.get("backend") or "preload"
-        base = sweep.execute_run(combo, "", scratch,
+        base = execute.execute_run(combo, "", scratch,
                                  sweep.timeout_of(combo, settings),
                                  settings=settings, backend=how)
         sweep.save_run(base, how)

@@ -47,7 +47,7 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep, records as recordsmod, cases as casesmod
+from . import contain, pool, realfs, runner, spec as specmod, sweep, execute, records as recordsmod, cases as casesmod
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def _baseline(item):
     plan = _PLAN
     settings = plan.settings[name]
     combo = plan.combos[prefix]
-    if not sweep.on_real_fs(combo, settings):
+    if not execute.on_real_fs(combo, settings):
         return {"skip": "disk = \"full\": its runs need their nearly full "
                         "tmpfs, not a real filesystem"}
     scratch = settings.work / prefix
@@ -229,7 +229,7 @@ def _unit(item):
            "variation": variation}
     try:
         t0 = time.perf_counter()
-        out = sweep.execute_run(
+        out = execute.execute_run(
             combo, "" if coord == "exit" else f"{coord}=crash-after",
             scratch, plan.timeout, record=False, settings=settings,
             backend=how, crash=True, before_crash=HOOKS[variation])
@@ -321,7 +321,7 @@ def run(plan, log=print):
         plan.combos = {c.prefix: c for c in combos}
         for config in plan.configs:
             for c in combos:
-                sweep.start_tree(c, plan.settings[config.name].work)
+                execute.start_tree(c, plan.settings[config.name].work)
         items = [(cfg.name, c.prefix) for cfg in plan.configs for c in combos]
         log(f"validate-models: {len(combos)} programs on "
             f"{', '.join(c.name for c in plan.configs)}: recording baselines")
