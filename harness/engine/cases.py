@@ -230,7 +230,6 @@ def fault_plans(c, faults):
     return plans
 
 
-# -------------------------------------------------------------- enumerate
 
 def combos(specs):
     for spec in specs:

@@ -135,7 +135,6 @@ def copy_start(start, work):
     shutil.copytree(start, work, symlinks=True, dirs_exist_ok=True)
 
 
-# ---------------------------------------------------------------- running
 
 class Outcome:
     """One executed run, with where its files are. Its trace is parsed

@@ -120,7 +120,6 @@ def uring_set_up(out):
     return ""
 
 
-# ---------------------------------------------------------------- execute
 
 def fault_fired(records, plan):
     return any(f.count for f in trace.fired(records, plan_rules(plan)))
