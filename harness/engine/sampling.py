@@ -5,6 +5,7 @@ Pure functions of what baseline.found_of lists (Found)."""
 
 import random
 from pathlib import Path
+
 from .cases import Settings
 
 # How many cases of a group (select) are sampled between its first and
