@@ -220,16 +220,16 @@ def test_replay_lays_out_the_crash_state(tmp_path):
 def test_excerpt_is_centred_on_the_targeted_call():
     """A long trace is cut to EXCERPT_LINES records around the call the
     case targets (by its seq)."""
-    from harness.engine import sweep as sw, trace as tr
+    from harness.engine import results as resultsmod, trace as tr
     recs = [{"ev": "call", "seq": i, "call": "write", "n": i}
             for i in range(1, 1001)]
     recs.insert(700, {"ev": "crash", "seq": 700, "call": "fsync", "n": 1,
                       "when": "before"})
     for i, r in enumerate(recs):
         r["seq"] = i + 1
-    got = tr.window(recs, 701, sw.EXCERPT_LINES)
-    assert len(got) == sw.EXCERPT_LINES
-    assert got[sw.EXCERPT_LINES // 2]["call"] == "fsync"
+    got = tr.window(recs, 701, resultsmod.EXCERPT_LINES)
+    assert len(got) == resultsmod.EXCERPT_LINES
+    assert got[resultsmod.EXCERPT_LINES // 2]["call"] == "fsync"
     assert tr.window(recs, 1, 40)[0]["n"] == 1
     assert tr.window(recs, 1001, 40)[-1]["n"] == 1000
     assert tr.window(recs[:10], 5, 40) == recs[:10]

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
 from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep, execute, cases as casesmod)
+                      sweep, results as resultsmod, execute, cases as casesmod)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -128,7 +128,7 @@ def cmd_replay(args):
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
     dest = Path(args.out) if args.out else \
-        results_root() / "replay" / sweep.safe_name(case_id)
+        results_root() / "replay" / resultsmod.safe_name(case_id)
     # new, empty or crashcheck's, and one replay at a time (outdir)
     dest = outdir.claim(dest)
 
@@ -240,6 +240,6 @@ def lay_out(judge, res, dest, combo):
         p = state_dir / target if target is not None else None
         got = p.read_bytes() if p is not None and p.is_file() else None
     (dest / "README.txt").write_text(
-        sweep.state_readme(res, st, got, old, new, tree=target is None),
+        resultsmod.state_readme(res, st, got, old, new, tree=target is None),
         errors="surrogateescape")
     return state_dir

@@ -35,7 +35,7 @@ from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep, cases as casesmod)
+               sweep, results as resultsmod, cases as casesmod)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -752,7 +752,7 @@ def unpack_case_dir(text, cases):
         top, = tops
         for m in members:
             parts = m.name.split("/")
-            if m.name.startswith("/") or ".." in parts or top != sweep.safe_name(top) \
+            if m.name.startswith("/") or ".." in parts or top != resultsmod.safe_name(top) \
                     or not (m.isfile() or m.isdir() or m.issym()) \
                     or any("/".join(parts[:i]) in links
                            for i in range(1, len(parts))):
@@ -842,8 +842,8 @@ def _say_interrupted(config, state):
 def write_reports(config, state, results, interrupted):
     """The reports of RESULTS into --cc-out; the buggy-variant
     expectations not caught."""
-    results.sort(key=lambda r: sweep.safe_name(r["id"]) + ".json")
-    sweep.name_models(results, config.getoption("--cc-out"))
+    results.sort(key=lambda r: resultsmod.safe_name(r["id"]) + ".json")
+    resultsmod.name_models(results, config.getoption("--cc-out"))
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
         "expected": len(state.selected) if state.selected is not None
@@ -876,13 +876,13 @@ def write_reports(config, state, results, interrupted):
     selected = bool(config.getoption("--cc-case") or config.getoption("--cc-shard")
                     or config.getoption("keyword"))
     not_caught = [] if selected or interrupted else \
-        sweep.uncaught(state.specs, results)
+        resultsmod.uncaught(state.specs, results)
     meta["not_caught"] = not_caught
     not_run = [] if selected or interrupted else \
-        sweep.not_run(state.specs, results)
+        resultsmod.not_run(state.specs, results)
     if not_run:
         meta["not_run"] = not_run
-    state.not_fixed = sweep.variant_verdicts(
+    state.not_fixed = resultsmod.variant_verdicts(
         state.specs, results, {line.split(":", 1)[0] for line in not_caught})
     state.not_run = not_run
     # What `crashcheck merge` checks a set of shards against: every shard

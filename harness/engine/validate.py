@@ -47,7 +47,7 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep, execute, records as recordsmod, cases as casesmod
+from . import contain, pool, realfs, runner, spec as specmod, sweep, results as resultsmod, execute, records as recordsmod, cases as casesmod
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ def _keep_unsound(plan, res, model, out, tree, records, answer):
     """DIR/unsound/<config>-<combo>-<point>-<variation>/: the run's trace
     (with the harness's fsync, when it made one), the tree the kernel
     left (state/), and README.txt: for whoever mends the model."""
-    d = plan.out / "unsound" / sweep.safe_name(
+    d = plan.out / "unsound" / resultsmod.safe_name(
         f"{res['config']}-{res['combo']}@{res['point']}-{res['variation']}")
     if d.exists():
         shutil.rmtree(d)

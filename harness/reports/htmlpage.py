@@ -288,7 +288,7 @@ def _case_html(case, anchor=False):
              ("outcome", exit_text(case.get("exit"))),
              ("faults fired", fired_text(case.get("fired"))),
              ("kept files", case.get("dir")),
-             # what a long trace or a loud program left out (sweep.TRACE_HEAD)
+             # what a long trace or a loud program left out (results.TRACE_HEAD)
              ("kept in part", "; ".join(case.get("cut") or []) or None)]
     h.append('<dl class="facts">')
     for name, value in facts:
