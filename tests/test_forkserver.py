@@ -606,7 +606,7 @@ def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
     assert served == execd
     cases = len(served)
     # scripts/crashcheck (a shell script), the baseline and its second
-    # recording (sweep.record_again), then a server per pool process, or
+    # recording (baselinemod.record_again), then a server per pool process, or
     # an exec per case
     assert len(loads.read_text().splitlines()) >= cases > 3 + os.cpu_count()
     if thread:

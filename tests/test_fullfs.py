@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fullfs, spec as specmod, sweep, execute, cases as casesmod
+from harness.engine import fullfs, spec as specmod, baseline as baselinemod, execute, cases as casesmod
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE
@@ -145,7 +145,7 @@ def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
     scratch.mkdir()
     base = execute.execute_run(combo, "", scratch, 10)
     assert base.run.status == 0, base.run.stderr_text()
-    cases = sweep.cases_of(combo, base, casesmod.Settings(out=tmp_path / "out"))
+    cases = baselinemod.cases_of(combo, base, casesmod.Settings(out=tmp_path / "out"))
     full = [c for c in cases if c.disk == "full"]
     assert [(c.id, c.kind, c.plan) for c in full] == [
         (f"{combo.prefix}-disk=full", "enospc", "")]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import sweep, sampling, cases as casesmod
+from harness.engine import baseline, sampling, cases as casesmod
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -173,7 +173,7 @@ def found(n_faults, n_points, seconds, models=2):
     crash points, each case estimated at SECONDS."""
     def case(i, kind):
         return casesmod.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
-    return sweep.Found(
+    return baseline.Found(
         [case(0, "baseline")],
         [(("site", "write"), case(i, "fault")) for i in range(n_faults)],
         [(("site", "write"), [case(i, f"m{m}") for m in range(models)])

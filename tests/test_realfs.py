@@ -498,7 +498,7 @@ sys.path.insert(0, {root!r})
 from harness.engine import sweep, validate
 def broken(*args):
     raise ValueError("a broken baseline")
-sweep.record_baseline = broken
+baselinemod.record_baseline = broken
 sys.exit(validate.main(sys.argv[1:]))
 """
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
 from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep, results as resultsmod, execute, cases as casesmod)
+                      sweep, baseline as baselinemod, results as resultsmod, execute, cases as casesmod)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -176,13 +176,13 @@ def cmd_replay(args):
         # under the backend the case ran under (its baseline's)
         how = recorded.get("backend") or "preload"
         base = execute.execute_run(combo, "", scratch,
-                                 sweep.timeout_of(combo, settings),
+                                 baselinemod.timeout_of(combo, settings),
                                  settings=settings, backend=how)
-        sweep.save_run(base, how)
+        baselinemod.save_run(base, how)
         # recorded again as the sweep did: the names of files whose names
-        # change from run to run come from that (sweep.record_again)
-        again = sweep.record_again(combo, base, settings, how)
-        case = next((c for c in sweep.cases_of(combo, base, settings, how,
+        # change from run to run come from that (baselinemod.record_again)
+        again = baselinemod.record_again(combo, base, settings, how)
+        case = next((c for c in baselinemod.cases_of(combo, base, settings, how,
                                                again=again)
                      if c.id == case_id), None)
         if case is None:

@@ -35,7 +35,7 @@ from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep, results as resultsmod, cases as casesmod)
+               sweep, baseline as baselinemod, results as resultsmod, cases as casesmod)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -205,7 +205,7 @@ def _unseen(work):
     if not Path(work).is_dir():
         return out      # the run stopped before its baselines
     for d in sorted(p for p in Path(work).iterdir() if p.is_dir()):
-        out += [dict(u, workload=d.name) for u in sweep.load_unseen(d)]
+        out += [dict(u, workload=d.name) for u in baselinemod.load_unseen(d)]
     return out
 
 
@@ -301,7 +301,7 @@ class Sweep:
             # the pool, under one root that pytest_unconfigure removes
             # (the watchdog removes it should this process be killed);
             # its name as long as the baselines' (Judge.scratch_for)
-            self.scratch_root = runner.make_scratch(sweep.RUNS_PREFIX)
+            self.scratch_root = runner.make_scratch(baselinemod.RUNS_PREFIX)
             self._judge.scratch_root = self.scratch_root
         return self._judge
 
@@ -912,8 +912,8 @@ def write_reports(config, state, results, interrupted):
             if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
-    # which backend ran each program, and why (sweep.record_baseline)
-    meta["backends"] = sweep.backends(state.work, casesmod.combos(state.specs))
+    # which backend ran each program, and why (baselinemod.record_baseline)
+    meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
         # a checker's answers by content (sweep.CheckCache): how many

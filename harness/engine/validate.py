@@ -47,7 +47,7 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep, results as resultsmod, execute, records as recordsmod, cases as casesmod
+from . import contain, pool, realfs, runner, spec as specmod, sweep, baseline as baselinemod, results as resultsmod, execute, records as recordsmod, cases as casesmod
 
 
 @dataclass(frozen=True)
@@ -190,16 +190,16 @@ def _baseline(item):
                         "tmpfs, not a real filesystem"}
     scratch = settings.work / prefix
     scratch.mkdir()
-    out, how, _ = sweep.record_baseline(combo, scratch, settings)
+    out, how, _ = baselinemod.record_baseline(combo, scratch, settings)
     if out.run.status != 0:
         return {"skip": f"its baseline run exited {out.run.status} "
                         f"(signal {out.run.signal}): "
                         + out.run.stderr_text().strip()[-200:]}
-    blind = sweep.nothing_intercepted(combo, out, how)
+    blind = baselinemod.nothing_intercepted(combo, out, how)
     if blind:
         return {"skip": blind}
-    sweep.save_run(out, how)    # the units read its trace (load_run)
-    _, globs = sweep.record_again(combo, out, settings, how)
+    baselinemod.save_run(out, how)    # the units read its trace (load_run)
+    _, globs = baselinemod.record_again(combo, out, settings, how)
     workdir = str(out.workdir)
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
@@ -241,7 +241,7 @@ def _unit(item):
                              f"{out.run.signal}, stopped at seq "
                              f"{recordsmod.crash_seq(out)})")
             return res
-        base = sweep.load_run(settings.work / prefix)
+        base = baselinemod.load_run(settings.work / prefix)
         records = recordsmod.records_upto(base.records, seq)
         if variation == "sync-other":
             records = realfs.with_sync_record(records, out.before_crash)
