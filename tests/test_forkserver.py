@@ -26,7 +26,7 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import runner, sweep, execute, cases as casesmod, trace
+from harness.engine import runner, sweep, judge as judgemod, execute, cases as casesmod, trace
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
@@ -466,7 +466,7 @@ def judge_for(tmp_path, fork_server):
     settings = casesmod.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
                               fork_server=fork_server)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     return judge, cases
 
@@ -514,7 +514,7 @@ def test_a_supervisor_server_that_ended_after_a_run_is_started_again(tmp_path):
     settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
                               backend="syscall")
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     try:
         mine = [c for c in cases if c.plan and c.backend == "syscall"][:2]

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import coords  # noqa: E402
-from harness.engine import confine, runner, sweep, cases as casesmod, trace  # noqa: E402
+from harness.engine import confine, runner, sweep, judge as judgemod, cases as casesmod, trace  # noqa: E402
 from harness.engine import spec as specmod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
 
@@ -312,7 +312,7 @@ def test_the_snapshots_of_a_case_go_before_the_next(tmp_path):
     settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
                               kinds=("baseline", "eintr", "short", "eio"))
     cases_, _ = sweep.enumerate_cases([s], settings, log=lambda m: None)
-    judge = sweep.Judge([s], settings)
+    judge = judgemod.Judge([s], settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     try:
         counts = []

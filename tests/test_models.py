@@ -602,7 +602,7 @@ def test_checkers_of_one_directory_take_turns(tmp_path):
     lost-updates). Two checkers started together on one directory: the
     second waits for the first."""
     import threading
-    from harness.engine import spec as specmod, sweep, cases as casesmod
+    from harness.engine import spec as specmod, judge as judgemod, cases as casesmod
     # the checker holds a lock of its own making for a while: a second
     # one meeting it fails
     checker = tmp_path / "checker"
@@ -614,7 +614,7 @@ def test_checkers_of_one_directory_take_turns(tmp_path):
                  f'"{{target}}"]\ncheck = ["{checker}"]\nsizes = [1]\n')
     settings = casesmod.Settings(out=tmp_path / "out", jobs=1)
     settings.work.mkdir(parents=True)
-    judge = sweep.Judge([specmod.load(s)], settings)
+    judge = judgemod.Judge([specmod.load(s)], settings)
     combo = next(iter(judge.combos.values()))
     work = tmp_path / "scratch" / "work"
     work.mkdir(parents=True)

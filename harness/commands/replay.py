@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
 from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep, baseline as baselinemod, results as resultsmod, execute, cases as casesmod)
+                      sweep, judge as judgemod, baseline as baselinemod, results as resultsmod, execute, cases as casesmod)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -188,7 +188,7 @@ def cmd_replay(args):
         if case is None:
             raise UsageError(f"case '{case_id}' no longer exists: the program's "
                              "calls changed since the recorded run")
-        judge = sweep.Judge([spec], settings)
+        judge = judgemod.Judge([spec], settings)
         judge.hold = True
         res = judge.execute(case)
         try:

@@ -35,7 +35,7 @@ from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep, baseline as baselinemod, results as resultsmod, cases as casesmod)
+               sweep, judge as judgemod, baseline as baselinemod, results as resultsmod, cases as casesmod)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -295,7 +295,7 @@ class Sweep:
 
     def judge(self):
         if self._judge is None:
-            self._judge = sweep.Judge(self.specs, self.settings)
+            self._judge = judgemod.Judge(self.specs, self.settings)
             self._judge.want_points(self.cases)
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
@@ -916,11 +916,11 @@ def write_reports(config, state, results, interrupted):
     meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
-        # a checker's answers by content (sweep.CheckCache): how many
+        # a checker's answers by content (judgemod.CheckCache): how many
         # crash states it judged, how many of them were distinct, and how
         # many distinct directories runs left; the checker ran about once
         # per distinct one
-        distinct = sweep.CheckCache.distinct(state.work / sweep.CHECKS_DIR)
+        distinct = judgemod.CheckCache.distinct(state.work / judgemod.CHECKS_DIR)
         meta["checker"] = {
             "states": sum(r["states"] for r in results
                           if r["workload"] in checked),
@@ -941,7 +941,7 @@ def write_reports(config, state, results, interrupted):
     state.results, state.not_caught, state.meta = results, not_caught, meta
     global SCRATCH_SHORT
     SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
-                        r.get("explanation") == sweep.SCRATCH_WHY
+                        r.get("explanation") == judgemod.SCRATCH_WHY
                         for r in results)
     return not_caught
 
@@ -1042,7 +1042,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.line(counts)
     if SCRATCH_SHORT:
         n = sum(1 for r in state.results if r["verdict"] == "harness-error"
-                and r.get("explanation") == sweep.SCRATCH_WHY)
+                and r.get("explanation") == judgemod.SCRATCH_WHY)
         tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
                 "within crashcheck's scratch (exit 2): give it more room, "
                 "--scratch-limit SIZE or --scratch DIR on a larger file system")
