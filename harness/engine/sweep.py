@@ -1,4 +1,4 @@
-"""The sweep: from workload specs to cases, and from a case to a verdict.
+"""The sweep: from workload specs to the cases that run.
 
 For each spec x strategy x payload size (a *combo*) the sweep first makes
 one recorded run with no fault: it is the baseline case, the trace every
@@ -9,8 +9,13 @@ power-loss case per crash point and model. Call numbers come from the
 trace, so nothing here knows how many writes a program makes.
 
 Enumeration (`enumerate_cases`) runs once, before pytest collects; each
-case is then executed and judged by `execute` in whichever pytest worker
-gets it. Both sides share only the work directory on disk.
+case is then executed and judged by judge.Judge.execute in whichever
+pytest worker gets it. Both sides share only the work directory on disk.
+
+Where the rest lives: cases.py (Settings, Combo, Case), execute.py (one
+program run), records.py (what its trace says), baseline.py (a combo's
+baseline and its cases), sampling.py (which cases run), judge.py (a
+case's verdict), results.py (what a result leaves).
 """
 
 import errno
@@ -43,9 +48,27 @@ def enumerate_cases(specs, settings, log=print):
     (removing the results directory would leave the scratch behind).
     runner.SetupError, naming the spec, where a baseline's program cannot
     start."""
+    all_combos = list(combos(specs))
+    work = make_work(specs, settings, all_combos)
+    runs = len(all_combos)
+    log(f"crashcheck: recording {runs} baseline run{'' if runs == 1 else 's'} "
+        f"({settings.jobs} job{'' if settings.jobs == 1 else 's'})")
+    everything = record_baselines(all_combos, work, settings, log)
+    cases = chosen_cases(everything, work, settings, log)
+    # What the baselines took says what the cases will: each pool process
+    # lays out one case at a time, as large as the largest baseline's
+    used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
+    check_room(settings.jobs * 2 * used + (1 << 20),
+               f"{settings.jobs} cases at a time, as large as its largest "
+               f"baseline ({size_text(used)})")
+    return cases, {c.prefix: c for c in all_combos}
+
+
+def make_work(specs, settings, all_combos):
+    """The sweep's work directory, made anew (settings.work): a link
+    RESULTS/.work into scratch, with the trees' starts built in it."""
     link = settings.work_link
     remove_work(link, refuse=True)
-    all_combos = list(combos(specs))
     check_room(room_needed(specs, settings.jobs),
                f"its {len(all_combos)} baselines and {settings.jobs} cases "
                "at a time")
@@ -64,50 +87,60 @@ def enumerate_cases(specs, settings, log=print):
     # the trees' starts, once each, before any run copies them
     for combo in all_combos:
         start_tree(combo, work)
-    runs = len(all_combos)
-    log(f"crashcheck: recording {runs} baseline run{'' if runs == 1 else 's'} "
-        f"({settings.jobs} job{'' if settings.jobs == 1 else 's'})")
+    return work
 
+
+def combo_baseline(combo, work, settings):
+    """The Found of one combo, its baseline recorded in WORK/<combo> (and
+    saved there with what the judge reads back); runner.SetupError as a
+    value, naming the spec, where its program cannot start or the
+    scratch is full (a value crosses the pool as it is)."""
+    scratch = work / combo.prefix
+    scratch.mkdir()
+    try:
+        began = time.monotonic()
+        out, how, why = record_baseline(combo, scratch, settings)
+        took = time.monotonic() - began
+        if scratch_trouble(out, combo):
+            # stopped for the scratch: its files and snapshots say
+            # nothing, and may fill what the harness still writes
+            for d in (out.workdir, out.snapdir):
+                shutil.rmtree(d, ignore_errors=True)
+        save_run(out, how, why)
+        runs = []
+        again = record_again(combo, out, settings, how, took=runs)
+        if runs:
+            # a run traced without snapshots, as a case's is
+            took = min(runs)
+        save_globs(scratch, again[1])
+        found = found_of(combo, out, settings, how, again=again,
+                         blind=why if why.startswith("not seen whole")
+                         else "")
+        found.seconds = case_cost(took, checker_seconds(combo, out,
+                                                        settings))
+        if not any(c.error or c.skip for c in found.fixed):
+            save_unseen(out)
+        return found
+    except runner.SetupError as e:
+        # a program that cannot start (not found, not executable): the
+        # user's to mend, said in one line; a value, so that it
+        # crosses the pool as it is
+        return runner.SetupError(f"{combo.spec.name}: {e}")
+    except ScratchFull as e:
+        return runner.SetupError(f"{combo.spec.name}: {e}")
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        return runner.SetupError(f"{combo.spec.name}: "
+                                 f"{_full_text(scratch, e)}")
+
+
+def record_baselines(all_combos, work, settings, log):
+    """Every combo's Found (combo_baseline), in the order of ALL_COMBOS,
+    with what each baseline says logged; raises a combo's
+    runner.SetupError."""
     def baseline(i):
-        combo = all_combos[i]
-        scratch = work / combo.prefix
-        scratch.mkdir()
-        try:
-            began = time.monotonic()
-            out, how, why = record_baseline(combo, scratch, settings)
-            took = time.monotonic() - began
-            if scratch_trouble(out, combo):
-                # stopped for the scratch: its files and snapshots say
-                # nothing, and may fill what the harness still writes
-                for d in (out.workdir, out.snapdir):
-                    shutil.rmtree(d, ignore_errors=True)
-            save_run(out, how, why)
-            runs = []
-            again = record_again(combo, out, settings, how, took=runs)
-            if runs:
-                # a run traced without snapshots, as a case's is
-                took = min(runs)
-            save_globs(scratch, again[1])
-            found = found_of(combo, out, settings, how, again=again,
-                             blind=why if why.startswith("not seen whole")
-                             else "")
-            found.seconds = case_cost(took, checker_seconds(combo, out,
-                                                            settings))
-            if not any(c.error or c.skip for c in found.fixed):
-                save_unseen(out)
-            return found
-        except runner.SetupError as e:
-            # a program that cannot start (not found, not executable): the
-            # user's to mend, said in one line; a value, so that it
-            # crosses the pool as it is
-            return runner.SetupError(f"{combo.spec.name}: {e}")
-        except ScratchFull as e:
-            return runner.SetupError(f"{combo.spec.name}: {e}")
-        except OSError as e:
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            return runner.SetupError(f"{combo.spec.name}: "
-                                     f"{_full_text(scratch, e)}")
+        return combo_baseline(all_combos[i], work, settings)
 
     # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
@@ -124,28 +157,43 @@ def enumerate_cases(specs, settings, log=print):
     finished = False
     try:
         for combo, (found, error) in zip(all_combos, results):
-            if error is not None:
-                # the combo's baseline case says so; its other cases
-                # cannot be enumerated without it
-                found = Found([Case(id=f"{combo.prefix}-baseline",
-                                    combo=combo.prefix, kind="baseline",
-                                    error="the baseline could not be "
-                                          "recorded: " + failure_line(error))])
-            if isinstance(found, runner.SetupError):
-                raise found
-            how, why = backend_of(work / combo.prefix)
-            if how == "syscall" and why:
-                log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
-            for c in found.fixed:
-                if c.error:
-                    log(f"crashcheck: {combo.prefix}: {c.error}")
-            for u in load_unseen(work / combo.prefix):
-                log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
-            everything.append(found)
+            everything.append(baseline_said(combo, found, error, work, log))
         finished = True
     finally:
         if workers is not None:
             pool.stop(workers, finished)
+    return everything
+
+
+def baseline_said(combo, found, error, work, log):
+    """FOUND, the combo's baseline's (or a Found of one baseline case
+    saying ERROR, the pool's failure), with what it says logged: the
+    backend it chose, its errors, the changes it could not see. Raises
+    FOUND when it is a runner.SetupError."""
+    if error is not None:
+        # the combo's baseline case says so; its other cases
+        # cannot be enumerated without it
+        found = Found([Case(id=f"{combo.prefix}-baseline",
+                            combo=combo.prefix, kind="baseline",
+                            error="the baseline could not be "
+                                  "recorded: " + failure_line(error))])
+    if isinstance(found, runner.SetupError):
+        raise found
+    how, why = backend_of(work / combo.prefix)
+    if how == "syscall" and why:
+        log(f"crashcheck: {combo.prefix}: system-call backend: {why}")
+    for c in found.fixed:
+        if c.error:
+            log(f"crashcheck: {combo.prefix}: {c.error}")
+    for u in load_unseen(work / combo.prefix):
+        log(f"crashcheck: warning: {combo.prefix}: {unseen_text(u)}")
+    return found
+
+
+def chosen_cases(everything, work, settings, log):
+    """The cases of EVERYTHING (each combo's Found) that run, as the
+    sample and the budget choose them (sampling.py), with the choice
+    written to WORK/GROUPING_FILE and said when it leaves cases out."""
     sample, estimate = choose_sample(everything, settings)
     totals = {}
     cases = []
@@ -165,13 +213,7 @@ def enumerate_cases(specs, settings, log=print):
         json.dump(grouping, fh)
     if totals["cases"] > totals["kept"]:
         log("crashcheck: " + sampled_line(grouping))
-    # What the baselines took says what the cases will: each pool process
-    # lays out one case at a time, as large as the largest baseline's
-    used = max((disk_usage(work / c.prefix) for c in all_combos), default=0)
-    check_room(settings.jobs * 2 * used + (1 << 20),
-               f"{settings.jobs} cases at a time, as large as its largest "
-               f"baseline ({size_text(used)})")
-    return cases, {c.prefix: c for c in all_combos}
+    return cases
 
 
 GROUPING_FILE = "grouping.json"
