@@ -370,72 +370,18 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     sdir = os.fspath(scratch)
     work = os.path.join(sdir, WORK)
     tr = os.path.join(sdir, "trace.jsonl")
-    extra = {"TMPDIR": os.path.join(work, TMP)}
-    if settings is not None and settings.home:
-        extra["HOME"] = os.path.join(sdir, HOME)
-    real = on_real_fs(combo, settings) and not full_disk
+    run_it = functools.partial(
+        run_program, argv, plan, sdir, timeout, record=record, server=server,
+        trace_from=trace_from, trace_full=trace_full, settings=settings,
+        backend=backend)
+    lay_out = functools.partial(lay_out_scratch, combo, sdir, old, new,
+                                reuse_input, start)
     real_state = early = hooked = None
-
-    def run_it():
-        if plan is None:
-            return fullfs.skipped_run(argv, "not run: the crash point "
-                                      "before the first call")
-        if server is None:
-            how = functools.partial(runner.run, argv, backend=backend)
-        else:
-            how = server.run
-        # the limit looks at the run when it strikes: one that sleeps or
-        # makes progress goes on (timelimit.py)
-        limit = timelimit.Limit(timeout, trace=tr) \
-            if timeout is not None else None
-        return how(cwd=work, plan=plan, trace=tr, watch=work,
-                   snapdir=os.path.join(sdir, SNAPS)
-                   if record and trace_from is None else None,
-                   shared=os.path.join(sdir, "shared"), timeout=limit,
-                   trace_from=trace_from, trace_full=trace_full,
-                   limit=settings.scratch_limit if settings else None,
-                   note=os.path.join(sdir, NOTE), extra=extra,
-                   confine=[sdir])
-
-    def lay_out(lay=True):
-        try:
-            prepare(sdir, old, new, target_name(combo.spec), reuse_input,
-                    start, lay=lay)
-        except OSError as e:
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise ScratchFull(_full_text(sdir, e)) from None
-            if not reuse_input:
-                raise
-            # the last run left something that would not go: start over
-            shutil.rmtree(sdir, ignore_errors=True)
-            os.makedirs(sdir, exist_ok=True)
-            prepare(sdir, old, new, target_name(combo.spec), start=start,
-                    lay=lay)
-
-    if real:
-        lay_out(lay=False)
-        disk = realfs.Disk(settings.fs, pristine_image(combo, settings),
-                           scratch, work, settings.fs_options)
-        try:
-            disk.open()
-            run = run_it()
-            if crash:
-                seen = realfs.read_tree(work)
-                if before_crash is not None:
-                    hooked = before_crash(disk)
-                real_state = (seen, realfs.read_tree(disk.crash()))
-                disk.close()
-            else:
-                if plan == "" and record and trace_from is None:
-                    # a baseline's: the changes no call accounts for are
-                    # looked for now, on the filesystem, whose inode
-                    # numbers the trace gives (unseen_of keeps them)
-                    early = Outcome(run=run, scratch=scratch,
-                                    trace=trace.Lazy.load(tr))
-                    unseen_of(early)
-                disk.copy_out()
-        finally:
-            disk.close()
+    if on_real_fs(combo, settings) and not full_disk:
+        run, real_state, hooked, early = run_on_real_fs(
+            combo, settings, scratch, run_it, lay_out, crash=crash,
+            before_crash=before_crash,
+            baseline=plan == "" and record and trace_from is None)
     else:
         # a spec's full-disk case runs with WORK on a real, nearly full
         # tmpfs (harness/engine/fullfs.py); where none can be mounted (not
@@ -455,6 +401,96 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
     out.real = real_state
     out.before_crash = hooked
     return out
+
+
+def run_program(argv, plan, sdir, timeout, record=True, server=None,
+                trace_from=None, trace_full=None, settings=None,
+                backend="preload"):
+    """The runner.Run of ARGV under PLAN in the scratch SDIR laid out
+    (execute_run has the arguments); a plan of None is the crash point
+    before the first call, and runs nothing."""
+    work = os.path.join(sdir, WORK)
+    tr = os.path.join(sdir, "trace.jsonl")
+    extra = {"TMPDIR": os.path.join(work, TMP)}
+    if settings is not None and settings.home:
+        extra["HOME"] = os.path.join(sdir, HOME)
+    if plan is None:
+        return fullfs.skipped_run(argv, "not run: the crash point "
+                                  "before the first call")
+    if server is None:
+        how = functools.partial(runner.run, argv, backend=backend)
+    else:
+        how = server.run
+    # the limit looks at the run when it strikes: one that sleeps or
+    # makes progress goes on (timelimit.py)
+    limit = timelimit.Limit(timeout, trace=tr) \
+        if timeout is not None else None
+    return how(cwd=work, plan=plan, trace=tr, watch=work,
+               snapdir=os.path.join(sdir, SNAPS)
+               if record and trace_from is None else None,
+               shared=os.path.join(sdir, "shared"), timeout=limit,
+               trace_from=trace_from, trace_full=trace_full,
+               limit=settings.scratch_limit if settings else None,
+               note=os.path.join(sdir, NOTE), extra=extra,
+               confine=[sdir])
+
+
+def lay_out_scratch(combo, sdir, old, new, reuse_input, start, lay=True):
+    """prepare the scratch SDIR for a run of COMBO; ScratchFull when it has
+    no room. A reused scratch the last run left something in that would
+    not go is made anew."""
+    try:
+        prepare(sdir, old, new, target_name(combo.spec), reuse_input,
+                start, lay=lay)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ScratchFull(_full_text(sdir, e)) from None
+        if not reuse_input:
+            raise
+        # the last run left something that would not go: start over
+        shutil.rmtree(sdir, ignore_errors=True)
+        os.makedirs(sdir, exist_ok=True)
+        prepare(sdir, old, new, target_name(combo.spec), start=start,
+                lay=lay)
+
+
+def run_on_real_fs(combo, settings, scratch, run_it, lay_out, crash=False,
+                   before_crash=None, baseline=False):
+    """(run, real, hooked, early) of a run on settings.fs (execute_run):
+    RUN_IT's run in a fresh copy of the combo's pristine image, its work
+    directory laid out by LAY_OUT; with CRASH the filesystem crashed after
+    it (REAL: what a read saw before, what the disk held after; HOOKED:
+    what BEFORE_CRASH returned), else what it left copied out. A
+    BASELINE's Outcome (EARLY) is made before the copy, as the changes no
+    call accounts for are looked for on the filesystem."""
+    work = os.path.join(os.fspath(scratch), WORK)
+    real_state = early = hooked = None
+    lay_out(lay=False)
+    disk = realfs.Disk(settings.fs, pristine_image(combo, settings),
+                       scratch, work, settings.fs_options)
+    try:
+        disk.open()
+        run = run_it()
+        if crash:
+            seen = realfs.read_tree(work)
+            if before_crash is not None:
+                hooked = before_crash(disk)
+            real_state = (seen, realfs.read_tree(disk.crash()))
+            disk.close()
+        else:
+            if baseline:
+                # a baseline's: the changes no call accounts for are
+                # looked for now, on the filesystem, whose inode
+                # numbers the trace gives (unseen_of keeps them)
+                early = Outcome(run=run, scratch=scratch,
+                                trace=trace.Lazy.load(
+                                    os.path.join(os.fspath(scratch),
+                                                 "trace.jsonl")))
+                unseen_of(early)
+            disk.copy_out()
+    finally:
+        disk.close()
+    return run, real_state, hooked, early
 
 
 # the pristine images of a --fs sweep, in its work directory (realfs.Images)
