@@ -882,6 +882,53 @@ class Judge:
         lite = out.trace_from is not None and not run.timed_out
         has_thin = out.has_thin
         thin = has_thin and not run.timed_out
+        if not self.part_stands(case, out, faulted, lite, has_thin):
+            return None
+        if outlived(run, faulted):
+            return self.result(case, combo, outlived_verdict(run), out,
+                               states=0, keep=keep)
+        facts = self.run_facts(case, combo, out, faulted, base)
+        verdict = oracle.judge(oracle.Outcome(**facts))
+        if (lite or thin) and verdict.verdict not in ("ok", "skipped"):
+            return None
+        if verdict.cause is not None and verdict.cause.change == (
+                "overwrite", target_name(combo.spec)):
+            # in place, a temp file renamed over it too early, or the
+            # old one moved away first?
+            facts["target_renamed"], facts["target_removed"] = \
+                self.target_history(case, combo, out)
+            verdict = oracle.judge(oracle.Outcome(**facts))
+        astray = aimed_astray(case, faulted)
+        if astray:
+            return self.result(case, combo, oracle.Verdict(
+                "harness-error", astray, ASTRAY_WHY), out, states=0,
+                keep=keep)
+        judged, model, under = 0, None, None
+        if verdict.verdict in QUIET and run.status == 0:
+            got = self.judge_after_exit(case, combo, out, faulted, facts,
+                                        verdict, thin)
+            if got is None:
+                return None
+            verdict, judged, model, under = got
+        elif verdict.ok and run.status not in (0, None) and \
+                self.failure_left_pending(case, combo, out, faulted):
+            # A program that reported its failure must still leave old or
+            # new in every state a power cut after its exit can leave
+            # (crash-model.md): a file whose fsync failed renamed over the
+            # target, then exit 1, is torn.
+            if lite or thin:
+                return None
+            verdict, judged, model = self.judge_reported_failure(
+                case, combo, out, facts, verdict)
+        return self.result(case, combo, verdict, out, states=judged,
+                           model=model, keep=keep, under=under)
+
+    def part_stands(self, case, out, faulted, lite, has_thin):
+        """Whether a lite or thin run (LITE, HAS_THIN) may stand for a
+        whole one before it is judged (judge_run): a lite one only where
+        the program made its calls as its baseline did, a thin one that
+        timed out but for a thin line in its excerpt."""
+        run = out.run
         # A lite run stands only where the program made its calls as its
         # baseline did, the faulted one at the baseline's seq for it
         # (Case.at), where its trace starts
@@ -889,22 +936,27 @@ class Judge:
                      or faulted[0]["seq"] != case.at):
             # it runs again whole whatever its verdict: not judged (a
             # checker contract would run its checker for nothing)
-            return None
+            return False
         # A thin run that timed out stands with its finding, as a lite one
         # does, but for a thin line in its excerpt (a whole run shows
         # that write's offset)
         if has_thin and run.timed_out and any(
                 r.get("thin") for r in excerpt_around(out, case)):
-            return None
-        if outlived(run, faulted):
-            return self.result(case, combo, outlived_verdict(run), out,
-                               states=0, keep=keep)
+            return False
+        return True
+
+    def run_facts(self, case, combo, out, faulted, base):
+        """The oracle's facts (oracle.Outcome's fields) of the case's run
+        OUT, FAULTED its faulted calls and BASE what its baseline says;
+        sets out.deciding, the faulted call on the data path."""
+        run = out.run
+        full = case.disk == "full"
         # a hard fault in a run that claims success: the oracle asks
         # whether it hit the data path, and whether the program retried
         hard_ok = run.status == 0 and case.kind in oracle.HARD
         # the call that decides: the first one on the data path
         out.deciding = data_path_hit(faulted, out) if hard_ok else None
-        facts = dict(
+        return dict(
             fault_fired=(bool(faulted) or run.signal == signal.SIGBUS) if full
             else fault_fired(faulted, case.plan) if case.plan else False,
             fault_on_data_path=out.deciding is not None,
@@ -928,121 +980,124 @@ class Judge:
             eintr_possible=eintr_possible(faulted, out.workdir),
             target_name=target_name(combo.spec),
             stderr=run.stderr_text(), **self.visible(combo, out), **base)
-        verdict = oracle.judge(oracle.Outcome(**facts))
-        if (lite or thin) and verdict.verdict not in ("ok", "skipped"):
+
+    def judge_after_exit(self, case, combo, out, faulted, facts, verdict,
+                         thin):
+        """(verdict, states judged, model, models it holds under) of a run
+        that claims success (VERDICT so far), judged also at its
+        after-exit crash point under each model: that is where a retried
+        fsync or a missing directory fsync shows, and whether an error the
+        program did not check cost data (unreported-error) or not
+        (ignored-error). None where a THIN run cannot stand for a whole
+        one."""
+        records = out.for_exit()
+        if thin and not thin_unread(records):
             return None
-        if verdict.cause is not None and verdict.cause.change == (
-                "overwrite", target_name(combo.spec)):
-            # in place, a temp file renamed over it too early, or the
-            # old one moved away first?
-            facts["target_renamed"], facts["target_removed"] = \
-                self.target_history(case, combo, out)
-            verdict = oracle.judge(oracle.Outcome(**facts))
-        astray = aimed_astray(case, faulted)
-        if astray:
-            return self.result(case, combo, oracle.Verdict(
-                "harness-error", astray, ASTRAY_WHY), out, states=0,
-                keep=keep)
-        judged, model, states, under = 0, None, [], None
-        # A program that claims success is also judged at its after-exit
-        # crash point, under each model: that is where a retried fsync or
-        # a missing directory fsync shows, and whether an error the
-        # program did not check cost data (unreported-error) or not
-        # (ignored-error). The first model that finds more decides; the
-        # others are judged too, to name every model the verdict holds
-        # under (UNDER).
-        if verdict.verdict in QUIET and run.status == 0:
-            records = out.for_exit()
-            if thin and not thin_unread(records):
-                return None
-            # one replay of the trace gives every model's after-exit point
-            try:
-                exits = explorer.explore_exit(
-                    records, out.snapdir, self.settings.models,
-                    target_name(combo.spec), cap=self.settings.cap,
-                    seed=self.settings.seed, exit_ok=True,
-                    blob_cache=out.blobs, moot_full=not thin,
-                    sector=self.sector(combo))
-            except explorer.ThinRecord:
-                if not thin:
-                    raise
-                return None
-            facts["calls"] = call_names(records)
-            facts["order"] = causes.History(records, str(out.workdir))
-            if case.kind in oracle.HARD:
-                facts["skipped_syncs"] = self.skipped_syncs(case, combo, out,
-                                                            faulted)
-            first = None
-            found = {}
-            for m in self.settings.models:
-                states = self.states(combo, [exits[m]], only_after_exit=True)
-                judged += len(states)
-                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
-                found[m] = verdict.verdict
-                if first is None:
-                    first = (verdict, states)
-                if verdict.verdict not in QUIET:
-                    model = m
-                    break
-            else:
-                if first is not None:
-                    verdict, states = first
-            if model is not None:
-                held = self.last_states
-                for m in self.settings.models:
-                    if m not in found:
-                        found[m] = oracle.judge(oracle.Outcome(
-                            crash_states=self.states(
-                                combo, [exits[m]], only_after_exit=True),
-                            **facts)).verdict
-                self.last_states = held
-            under = [m for m in self.settings.models
-                     if found.get(m) == verdict.verdict]
-            if thin and not verdict.ok:
-                return None
-            if verdict.state and (verdict.verdict == "unreported-error" or
-                                  case.kind == "eintr" or
-                                  oracle.blames_a_skipped_sync(verdict)) and \
-                    self.baseline_at_risk(combo):
-                # the baseline loses the data the same way: that defect,
-                # not the fault's (nor a sync the fault made it skip)
-                facts["known_at_risk"] = True
-                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
-            if verdict.verdict == "ignored-error" and committed_before(
-                    self, combo, out, faulted):
-                # the new content was durable before the faulted call:
-                # its failure could not lose it, off the data path
-                facts["fault_on_data_path"] = False
-                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
-            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
-                                             states)
-        elif verdict.ok and run.status not in (0, None) and \
-                self.failure_left_pending(case, combo, out, faulted):
-            # A program that reported its failure must still leave old or
-            # new in every state a power cut after its exit can leave
-            # (crash-model.md): a file whose fsync failed renamed over the
-            # target, then exit 1, is torn.
-            if lite or thin:
-                return None
-            records = out.records
+        # one replay of the trace gives every model's after-exit point
+        try:
             exits = explorer.explore_exit(
                 records, out.snapdir, self.settings.models,
                 target_name(combo.spec), cap=self.settings.cap,
-                seed=self.settings.seed, exit_ok=False, blob_cache=out.blobs,
+                seed=self.settings.seed, exit_ok=True,
+                blob_cache=out.blobs, moot_full=not thin,
                 sector=self.sector(combo))
-            facts["calls"] = call_names(records)
-            facts["order"] = causes.History(records, str(out.workdir))
+        except explorer.ThinRecord:
+            if not thin:
+                raise
+            return None
+        facts["calls"] = call_names(records)
+        facts["order"] = causes.History(records, str(out.workdir))
+        if case.kind in oracle.HARD:
+            facts["skipped_syncs"] = self.skipped_syncs(case, combo, out,
+                                                        faulted)
+        verdict, states, judged, model, found = self.exit_verdicts(
+            combo, exits, facts, verdict)
+        under = [m for m in self.settings.models
+                 if found.get(m) == verdict.verdict]
+        if thin and not verdict.ok:
+            return None
+        verdict = self.rejudge_quiet(case, combo, out, faulted, facts,
+                                     verdict, states)
+        return verdict, judged, model, under
+
+    def exit_verdicts(self, combo, exits, facts, verdict):
+        """(verdict, states, judged, model, found) at the after-exit crash
+        points EXITS (model -> point): the first model that finds more than
+        VERDICT decides (MODEL; else the first model's verdict stands); the
+        others are judged too, to name every model the verdict holds under
+        (FOUND: model -> its verdict). JUDGED counts the states judged."""
+        states, judged, model = [], 0, None
+        first = None
+        found = {}
+        for m in self.settings.models:
+            states = self.states(combo, [exits[m]], only_after_exit=True)
+            judged += len(states)
+            verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+            found[m] = verdict.verdict
+            if first is None:
+                first = (verdict, states)
+            if verdict.verdict not in QUIET:
+                model = m
+                break
+        else:
+            if first is not None:
+                verdict, states = first
+        if model is not None:
+            held = self.last_states
             for m in self.settings.models:
-                states = self.states(combo, [exits[m]], only_after_exit=True)
-                judged += len(states)
-                verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
-                if not verdict.ok:
-                    model = m
-                    break
-            verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
-                                             states)
-        return self.result(case, combo, verdict, out, states=judged,
-                           model=model, keep=keep, under=under)
+                if m not in found:
+                    found[m] = oracle.judge(oracle.Outcome(
+                        crash_states=self.states(
+                            combo, [exits[m]], only_after_exit=True),
+                        **facts)).verdict
+            self.last_states = held
+        return verdict, states, judged, model, found
+
+    def rejudge_quiet(self, case, combo, out, faulted, facts, verdict,
+                      states):
+        """VERDICT of a run that claims success judged again for what its
+        fault did not cause: a loss its baseline shares, new content
+        durable before the faulted call, an overwrite's history."""
+        if verdict.state and (verdict.verdict == "unreported-error" or
+                              case.kind == "eintr" or
+                              oracle.blames_a_skipped_sync(verdict)) and \
+                self.baseline_at_risk(combo):
+            # the baseline loses the data the same way: that defect,
+            # not the fault's (nor a sync the fault made it skip)
+            facts["known_at_risk"] = True
+            verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+        if verdict.verdict == "ignored-error" and committed_before(
+                self, combo, out, faulted):
+            # the new content was durable before the faulted call:
+            # its failure could not lose it, off the data path
+            facts["fault_on_data_path"] = False
+            verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+        return self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                      states)
+
+    def judge_reported_failure(self, case, combo, out, facts, verdict):
+        """(verdict, states judged, model) of a run that reported its
+        failure (VERDICT so far), at its after-exit crash point under each
+        model: the first model whose states are not old or new decides."""
+        records = out.records
+        exits = explorer.explore_exit(
+            records, out.snapdir, self.settings.models,
+            target_name(combo.spec), cap=self.settings.cap,
+            seed=self.settings.seed, exit_ok=False, blob_cache=out.blobs,
+            sector=self.sector(combo))
+        facts["calls"] = call_names(records)
+        facts["order"] = causes.History(records, str(out.workdir))
+        judged, model, states = 0, None, []
+        for m in self.settings.models:
+            states = self.states(combo, [exits[m]], only_after_exit=True)
+            judged += len(states)
+            verdict = oracle.judge(oracle.Outcome(crash_states=states, **facts))
+            if not verdict.ok:
+                model = m
+                break
+        verdict = self.rejudge_overwrite(case, combo, out, facts, verdict,
+                                         states)
+        return verdict, judged, model
 
     def rejudge_overwrite(self, case, combo, out, facts, verdict, states):
         """VERDICT again, when its cause is the target written in place
