@@ -16,8 +16,9 @@ from pathlib import Path
 
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
-from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep, judge as judgemod, baseline as baselinemod, results as resultsmod, execute, cases as casesmod)
+from ..engine import (auditspec, baseline as baselinemod, cases as casesmod,
+                      contain, execute, judge as judgemod, outdir, realfs,
+                      results as resultsmod, runner, spec as specmod, sweep)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -132,62 +133,12 @@ def cmd_replay(args):
     # new, empty or crashcheck's, and one replay at a time (outdir)
     dest = outdir.claim(dest)
 
-    work = sweep.runner.make_scratch("crashcheck-replay-")
+    work = runner.make_scratch("crashcheck-replay-")
     try:
         if run.get("audit"):
-            # an audit's spec, made again from its description: the
-            # contents read again from its --old and --new files
-            from . import audit
-            spec = auditspec.load(audit.inputs_again(run["audit"],
-                                                     work / "audit"))
-            if spec.name != recorded["workload"]:
-                raise UsageError(f"{path} describes an audit of "
-                                 f"'{spec.name}', not of "
-                                 f"'{recorded['workload']}'")
-        # a case of the real kernel's runs on it again; so does any case
-        # of a sweep on a real filesystem (its runs were all there)
-        fs = realfs.fs_of(model) or run.get("fs")
-        if fs is not None:
-            try:
-                realfs.check(fs)
-                contain.session()
-                realfs.private_namespace()
-            except realfs.Unavailable as e:
-                raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
-                    from None
-        settings = casesmod.Settings(
-            out=work, fs=fs,
-            models=(model,) if model and not realfs.fs_of(model) else tuple(
-                m for m in run.get("models") or casesmod.DEFAULT_MODELS
-                if m in casesmod.MODELS) or casesmod.DEFAULT_MODELS,
-            seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
-            jobs=1, home=bool((run.get("audit") or {}).get("home")),
-            exhaustive=True, sector=_sector(run))
-        settings.scratch_limit = sweep.default_limit(1)
-        settings.work.mkdir(parents=True)
-        combo = next((c for c in casesmod.combos([spec])
-                      if case_id.startswith(c.prefix + "-")), None)
-        if combo is None:
-            raise UsageError(f"case '{case_id}' matches no strategy and size "
-                             f"of {spec.path}")
-        scratch = settings.work / combo.prefix
-        scratch.mkdir()
-        execute.start_tree(combo, settings.work)
-        # under the backend the case ran under (its baseline's)
-        how = recorded.get("backend") or "preload"
-        base = execute.execute_run(combo, "", scratch,
-                                 baselinemod.timeout_of(combo, settings),
-                                 settings=settings, backend=how)
-        baselinemod.save_run(base, how)
-        # recorded again as the sweep did: the names of files whose names
-        # change from run to run come from that (baselinemod.record_again)
-        again = baselinemod.record_again(combo, base, settings, how)
-        case = next((c for c in baselinemod.cases_of(combo, base, settings, how,
-                                               again=again)
-                     if c.id == case_id), None)
-        if case is None:
-            raise UsageError(f"case '{case_id}' no longer exists: the program's "
-                             "calls changed since the recorded run")
+            spec = audit_spec_again(run, recorded, path, work)
+        settings = replay_settings(work, case_id, model, run, summary)
+        combo, case = case_again(case_id, spec, settings, recorded)
         judge = judgemod.Judge([spec], settings)
         judge.hold = True
         res = judge.execute(case)
@@ -206,6 +157,76 @@ def cmd_replay(args):
         print(f"crashcheck: {res['finding']}")
     print(f"crashcheck: state laid out in {state_dir} (see {dest / 'README.txt'})")
     return 0 if same else 1
+
+
+def audit_spec_again(run, recorded, path, work):
+    """An audit's spec, made again from its description (RUN's "audit")
+    in WORK: the contents read again from its --old and --new files."""
+    from . import audit
+    spec = auditspec.load(audit.inputs_again(run["audit"],
+                                             work / "audit"))
+    if spec.name != recorded["workload"]:
+        raise UsageError(f"{path} describes an audit of "
+                         f"'{spec.name}', not of "
+                         f"'{recorded['workload']}'")
+    return spec
+
+
+def replay_settings(work, case_id, model, run, summary):
+    """The Settings the case ran under (RUN and SUMMARY of its
+    results.json), its work directory made in WORK. A case of the real
+    kernel's runs on it again; so does any case of a sweep on a real
+    filesystem (its runs were all there): UsageError where that cannot
+    be here."""
+    fs = realfs.fs_of(model) or run.get("fs")
+    if fs is not None:
+        try:
+            realfs.check(fs)
+            contain.session()
+            realfs.private_namespace()
+        except realfs.Unavailable as e:
+            raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
+                from None
+    settings = casesmod.Settings(
+        out=work, fs=fs,
+        models=(model,) if model and not realfs.fs_of(model) else tuple(
+            m for m in run.get("models") or casesmod.DEFAULT_MODELS
+            if m in casesmod.MODELS) or casesmod.DEFAULT_MODELS,
+        seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
+        jobs=1, home=bool((run.get("audit") or {}).get("home")),
+        exhaustive=True, sector=_sector(run))
+    settings.scratch_limit = sweep.default_limit(1)
+    settings.work.mkdir(parents=True)
+    return settings
+
+
+def case_again(case_id, spec, settings, recorded):
+    """(combo, case) of CASE_ID, enumerated again as the sweep did: the
+    combo's baseline recorded (under the backend the case ran under),
+    and again (the names of files whose names change from run to run
+    come from that: baseline.record_again); UsageError where the spec
+    or the program's calls no longer give it."""
+    combo = next((c for c in casesmod.combos([spec])
+                  if case_id.startswith(c.prefix + "-")), None)
+    if combo is None:
+        raise UsageError(f"case '{case_id}' matches no strategy and size "
+                         f"of {spec.path}")
+    scratch = settings.work / combo.prefix
+    scratch.mkdir()
+    execute.start_tree(combo, settings.work)
+    how = recorded.get("backend") or "preload"
+    base = execute.execute_run(combo, "", scratch,
+                               baselinemod.timeout_of(combo, settings),
+                               settings=settings, backend=how)
+    baselinemod.save_run(base, how)
+    again = baselinemod.record_again(combo, base, settings, how)
+    case = next((c for c in baselinemod.cases_of(combo, base, settings, how,
+                                                 again=again)
+                 if c.id == case_id), None)
+    if case is None:
+        raise UsageError(f"case '{case_id}' no longer exists: the program's "
+                         "calls changed since the recorded run")
+    return combo, case
 
 
 def _sector(run):
