@@ -63,7 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.judging import causes, explorer, oracle
-from harness.engine import spec as specmod, records as recordsmod, trace as tracemod  # noqa: E402
+from harness.engine import (records as recordsmod,  # noqa: E402
+                            spec as specmod, trace as tracemod)
 
 CORPUS = ROOT / "fuzz" / "corpus"
 MAX_LEN = 64 * 1024

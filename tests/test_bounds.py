@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from harness.engine import runner, results
+from harness.engine import results, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"

@@ -396,7 +396,8 @@ def test_a_hang_says_what_the_program_was_doing(backoff, files, mode, state,
 def test_the_time_limit_follows_the_program(tmp_path):
     # a case's limit is ten times its baseline's run, never below the
     # spec's timeout (the floor)
-    from harness.engine import spec as spec_mod, judge as judgemod, cases as casesmod, timelimit
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as spec_mod, timelimit)
     path = tmp_path / "slow.toml"
     path.write_text('name = "slow"\ndescription = "d"\ncontract = "atomic"\n'
                     'command = ["true", "{target}"]\nsizes = [1]\n'

@@ -26,7 +26,8 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import runner, sweep, judge as judgemod, execute, cases as casesmod, trace
+from harness.engine import (cases as casesmod, execute, judge as judgemod,
+                            runner, sweep, trace)
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
@@ -464,7 +465,7 @@ def judge_for(tmp_path, fork_server):
     from harness.engine import spec as specmod
     specs = [specmod.load(casesmod.SPEC_DIR / "replace.toml")]
     settings = casesmod.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
-                              fork_server=fork_server)
+                                 fork_server=fork_server)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
@@ -512,7 +513,7 @@ def test_a_supervisor_server_that_ended_after_a_run_is_started_again(tmp_path):
         'contract = "in-place"\nsizes = [10]\n')
     specs = [specmod.load(spec_path)]
     settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
-                              backend="syscall")
+                                 backend="syscall")
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
@@ -606,7 +607,7 @@ def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
     assert served == execd
     cases = len(served)
     # scripts/crashcheck (a shell script), the baseline and its second
-    # recording (baselinemod.record_again), then a server per pool process, or
+    # recording (baseline.record_again), then a server per pool process, or
     # an exec per case
     assert len(loads.read_text().splitlines()) >= cases > 3 + os.cpu_count()
     if thread:

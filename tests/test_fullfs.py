@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fullfs, spec as specmod, baseline as baselinemod, execute, cases as casesmod
+from harness.engine import (baseline as baselinemod, cases as casesmod,
+                            execute, fullfs, spec as specmod)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import baseline, sampling, cases as casesmod
+from harness.engine import baseline, cases as casesmod, sampling
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -211,9 +211,9 @@ def test_every_case_when_the_estimate_fits_the_budget():
     # a shard runs every case (its estimate is its machine's)
     assert sampling.choose_sample(f, settings(budget=1e9, sample=2))[0] == 2
     assert sampling.choose_sample(f, settings(budget=0.001,
-                                           exhaustive=True))[0] is None
+                                              exhaustive=True))[0] is None
     assert sampling.choose_sample(f, settings(budget=0.001,
-                                           sharded=True))[0] is None
+                                              sharded=True))[0] is None
     assert sampling.choose_sample(f, settings(budget=None))[0] is None
 
 

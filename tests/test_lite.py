@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
-from harness.engine import runner, sweep, judge as judgemod, execute, cases as casesmod  # noqa: E402
+from harness.engine import (cases as casesmod, execute,  # noqa: E402
+                            judge as judgemod, runner, sweep)
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -235,9 +236,9 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
     # every call's cases (no grouping): what lite and thin runs must
     # hold to is every case a long trace gives
     settings = casesmod.Settings(out=tmp_path / ("lite" if lite else "whole"),
-                              jobs=1, lite=lite, keep=keep,
-                              fork_server=fork_server, kinds=kinds,
-                              exhaustive=True)
+                                 jobs=1, lite=lite, keep=keep,
+                                 fork_server=fork_server, kinds=kinds,
+                                 exhaustive=True)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     cases = [c for c in cases if only is None or only(c.id)]
     judge = judgemod.Judge(specs, settings)

@@ -602,7 +602,8 @@ def test_checkers_of_one_directory_take_turns(tmp_path):
     lost-updates). Two checkers started together on one directory: the
     second waits for the first."""
     import threading
-    from harness.engine import spec as specmod, judge as judgemod, cases as casesmod
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as specmod)
     # the checker holds a lock of its own making for a while: a second
     # one meeting it fails
     checker = tmp_path / "checker"

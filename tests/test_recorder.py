@@ -566,7 +566,8 @@ def test_moot_writes_leave_a_sweep_as_it_was(tmp_path, built, monkeypatch):
     """Every fault case of a program writing its file in 20 pieces, judged
     with the after-exit replay passing over moot writes and without: the
     same results; and the runs that claim success did pass over them."""
-    from harness.engine import spec as specmod, sweep, judge as judgemod, cases as casesmod
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as specmod, sweep)
     toml = tmp_path / "pieces.toml"
     toml.write_text(
         'name = "pieces"\ndescription = "20 writes, then fsync and rename"\n'

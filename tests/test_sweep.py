@@ -333,7 +333,7 @@ def test_lazy_trace_falls_back_to_the_whole_parse():
 def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
     """A pool process reuses one scratch for a combo's cases: the input
     stays, unless the last program moved, removed or rewrote it."""
-    from harness.engine import execute, cases as casesmod
+    from harness.engine import cases as casesmod, execute
     scratch = tmp_path / "s"
     scratch.mkdir()
     new, old = b"new content\n", b"old content, longer\n"

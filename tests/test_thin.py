@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import explorer, payload
-from harness.engine import runner, judge  # noqa: E402
+from harness.engine import judge, runner  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_lite import KEYS, FIELDS, build, judged, spec_file  # noqa: E402
 from test_recorder import syscalls_of_100_writes  # noqa: E402

@@ -31,14 +31,14 @@ from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import run as runcmd
 from ..engine import outdir
-from ..engine import execute, cases as casesmod
+from ..engine import cases as casesmod, execute
 from ..engine.spec import MAX_SIZE
 from ..engine.auditspec import (AUDIT_DIR, NEW_FILE, OLD_FILE, SPEC_FILE,
                                 START_DIR, shell_join)
 
 # The default new content when --new is not given: two whole blocks and a
 # byte, so a torn write shows block by block; the default old content is a
-# block longer (casesmod.old_size), so a program that forgets to truncate
+# block longer (cases.old_size), so a program that forgets to truncate
 # leaves a visible tail.
 DEFAULT_SIZE = 8193
 DEFAULT_TIMEOUT = 10.0

@@ -34,8 +34,9 @@ from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
-from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep, judge as judgemod, baseline as baselinemod, results as resultsmod, cases as casesmod)
+from . import (baseline as baselinemod, cases as casesmod, confine, contain,
+               judge as judgemod, pool, realfs, results as resultsmod, runner,
+               spec as specmod, sweep)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -912,11 +913,11 @@ def write_reports(config, state, results, interrupted):
             if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
-    # which backend ran each program, and why (baselinemod.record_baseline)
+    # which backend ran each program, and why (baseline.record_baseline)
     meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
-        # a checker's answers by content (judgemod.CheckCache): how many
+        # a checker's answers by content (judge.CheckCache): how many
         # crash states it judged, how many of them were distinct, and how
         # many distinct directories runs left; the checker ran about once
         # per distinct one

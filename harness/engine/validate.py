@@ -47,7 +47,9 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep, baseline as baselinemod, results as resultsmod, execute, records as recordsmod, cases as casesmod
+from . import (baseline as baselinemod, cases as casesmod, contain, execute,
+               pool, realfs, records as recordsmod, results as resultsmod,
+               runner, spec as specmod, sweep)
 
 
 @dataclass(frozen=True)
@@ -312,8 +314,8 @@ def run(plan, log=print):
     try:
         for config in plan.configs:
             settings = casesmod.Settings(out=plan.root / config.name,
-                                      fs=config.fs, fs_options=config.options,
-                                      jobs=plan.jobs, models=("posix",))
+                                         fs=config.fs, fs_options=config.options,
+                                         jobs=plan.jobs, models=("posix",))
             settings.scratch_limit = sweep.default_limit(plan.jobs)
             settings.work.mkdir(parents=True)
             plan.settings[config.name] = settings
