@@ -652,7 +652,7 @@ def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     execute.prepare(scratch, b"old", b"new")
     shutil.rmtree(scratch / casesmod.WORK)
     (scratch / casesmod.WORK).write_bytes(b"not a directory")
-    execute._empty_scratch(scratch)
+    execute.empty_scratch(scratch)
     assert list(scratch.iterdir()) == []
     execute.prepare(scratch, b"old", b"new")
     assert (scratch / casesmod.WORK / casesmod.TARGET).read_bytes() == b"old"

@@ -26,8 +26,8 @@ from .cases import Case, OPEN_CALLS, WORK, contents, fault_plans, target_name
 from .records import (FULL_DISK, call_site, crash_point_records,
                       is_crash_point, no_change, targeted_calls, touches,
                       uring_set_up)
-from .execute import (Outcome, ScratchFull, _shown, argv_of, execute_run,
-                      load_run_of, on_real_fs, scratch_trouble, tree_digest,
+from .execute import (Outcome, ScratchFull, argv_of, execute_run, load_run_of,
+                      on_real_fs, scratch_trouble, shown_path, tree_digest,
                       unseen_of)
 from .sampling import choose
 
@@ -426,7 +426,7 @@ def escapes(out):
             if e.is_symlink():
                 real = os.path.realpath(e.path)
                 if real != scratch and not real.startswith(scratch + "/"):
-                    name = _shown(e.path, out)
+                    name = shown_path(e.path, out)
                     return (f"escapes the scratch: '{name}' is a symbolic "
                             f"link to '{os.readlink(e.path)}', outside "
                             "crashcheck's scratch: every run would write "

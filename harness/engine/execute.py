@@ -272,7 +272,7 @@ def _write_input(path, data):
     _INPUT_STAMP[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _fresh_dir(path):
+def fresh_dir(path):
     """PATH made an empty directory: one of ours (under a root of ours)
     left there before is removed first."""
     shutil.rmtree(path, ignore_errors=True)
@@ -280,7 +280,7 @@ def _fresh_dir(path):
     return path
 
 
-def _empty_scratch(scratch):
+def empty_scratch(scratch):
     """Empty a scratch for another combo, all but the WORK directory
     itself, which is emptied in turn. OSError when something cannot go."""
     clear_dir(scratch, keep=WORK)
@@ -444,7 +444,7 @@ def lay_out_scratch(combo, sdir, old, new, reuse_input, start, lay=True):
                 start, lay=lay)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise ScratchFull(_full_text(sdir, e)) from None
+            raise ScratchFull(full_text(sdir, e)) from None
         if not reuse_input:
             raise
         # the last run left something that would not go: start over
@@ -548,7 +548,7 @@ def reclaim(path):
                 pass
 
 
-def _full_text(path, e):
+def full_text(path, e):
     """The finding of a scratch with no room for a run at PATH: what is
     left there is said as what it is, less than the run needed (a
     write of more than is left fails with space to spare)."""
@@ -585,13 +585,13 @@ def scratch_trouble(out, combo):
     base = runner.scratch_base()
     if not lines:
         # the library began a note and could not write it: no room
-        return _full_text(out.scratch, OSError(errno.ENOSPC, "no room for "
+        return full_text(out.scratch, OSError(errno.ENOSPC, "no room for "
                                                "the library's note"))
     for line in lines:
         kind, _, rest = line.partition(" ")
         if kind == "limit-file":
             limit, size, path = (rest.split(" ", 2) + ["", ""])[:3]
-            name = _shown(path, out)
+            name = shown_path(path, out)
             return (f"crashcheck's scratch limit: '{name}' is "
                     f"{size_text(int(size or 0))}, more than the "
                     f"{size_text(int(limit or 0))} a run may take "
@@ -601,18 +601,18 @@ def scratch_trouble(out, combo):
                     f"{size_text(int(rest or 0))} (--scratch-limit)")
         if kind == "full":
             err, what, path = (rest.split(" ", 2) + ["", ""])[:3]
-            return _full_text(out.scratch, OSError(
+            return full_text(out.scratch, OSError(
                 errno.ENOSPC, f"{err} on {what} of a snapshot"))
         if kind == "program-full" and not full_disk:
             err, call, path = (rest.split(" ", 2) + ["", ""])[:3]
             return (f"crashcheck's scratch is full: the program's {call} of "
-                    f"'{_shown(path, out)}' failed with {err}, which no "
+                    f"'{shown_path(path, out)}' failed with {err}, which no "
                     f"fault planned (free space on '{base}', or give "
                     "--scratch DIR on a larger file system)")
     return ""
 
 
-def _shown(path, out):
+def shown_path(path, out):
     """PATH as the program names it from its work directory, where it is
     in it."""
     rel = coords.relative(path, str(out.workdir))

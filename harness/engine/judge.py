@@ -29,8 +29,8 @@ from .records import (FULL_DISK, call_names, crash_seq, data_path_hit,
                       eintr_possible, fault_fired, fault_path, fault_retried,
                       full_disk_hits, plan_rules, records_upto, shared_maps,
                       synced_names, touches)
-from .execute import (ScratchFull, _empty_scratch, _fresh_dir, argv_of,
-                      clear_dir, execute_run, scratch_trouble, size_text,
+from .execute import (ScratchFull, argv_of, clear_dir, empty_scratch,
+                      execute_run, fresh_dir, scratch_trouble, size_text,
                       start_tree, tree_digest)
 from .results import (excerpt_around, expect_dict, kept_ends, on_fs, reproduce,
                       save_case_dir, with_rerun)
@@ -754,7 +754,7 @@ class Judge:
         if self.hold:
             root = self.work.parent / HELD
             root.mkdir(exist_ok=True)
-            return _fresh_dir(root / combo.prefix), False
+            return fresh_dir(root / combo.prefix), False
         if self.scratch_root is None:
             return runner.make_scratch(), False
         # the pool's processes share the root: a directory each, its pid
@@ -769,12 +769,12 @@ class Judge:
                 self.close_server()
                 self._scratch = self._scratch_combo = None
             # under the root too: removed with it should this process die
-            return _fresh_dir(mine), False
+            return fresh_dir(mine), False
         if self._scratch is not None and self._scratch.is_dir():
             if self._scratch_combo == combo.prefix:
                 return self._scratch, True
             try:
-                _empty_scratch(self._scratch)
+                empty_scratch(self._scratch)
                 if self._scratch != mine:
                     os.rename(self._scratch, mine)
                     self._scratch = mine
@@ -783,7 +783,7 @@ class Judge:
             except OSError:
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self.close_server()     # it started in what is gone
-        self._scratch = _fresh_dir(mine)
+        self._scratch = fresh_dir(mine)
         self._scratch_combo = combo.prefix
         return self._scratch, False
 

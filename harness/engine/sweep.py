@@ -30,7 +30,7 @@ from pathlib import Path
 from .. import UsageError
 from . import pool, runner
 from .cases import Case, combos, contents, old_size
-from .execute import (ScratchFull, _full_text, scratch_trouble, size_text,
+from .execute import (ScratchFull, full_text, scratch_trouble, size_text,
                       start_tree)
 from .sampling import (case_cost, choose, choose_sample, estimate_of,
                        sampled_line)
@@ -132,7 +132,7 @@ def combo_baseline(combo, work, settings):
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         return runner.SetupError(f"{combo.spec.name}: "
-                                 f"{_full_text(scratch, e)}")
+                                 f"{full_text(scratch, e)}")
 
 
 def record_baselines(all_combos, work, settings, log):
