@@ -12,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
-from harness.engine import (cases as casesmod, execute,  # noqa: E402
-                            judge as judgemod, runner, sweep)
+from harness.engine import (cases as casesmod, judge as judgemod,  # noqa: E402
+                            runner, sweep)
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -244,13 +244,14 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
     judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     ran = []
-    execute_run = execute.execute_run
+    # the judge's runs (judge.py's execute_run), counted
+    execute_run = judgemod.execute_run
 
     def counted(*args, **kw):
         out = execute_run(*args, **kw)
         ran.append(note(out))
         return out
-    execute.execute_run = counted
+    judgemod.execute_run = counted
     try:
         results = {}
         for c in cases:
@@ -258,7 +259,7 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
             res = judge.execute(c)
             results[c.id] = (res, ran[before:])
     finally:
-        execute.execute_run = execute_run
+        judgemod.execute_run = execute_run
         judge.close_server()
         sweep.remove_work(settings.work_link)
         shutil.rmtree(judge.scratch_root, ignore_errors=True)
