@@ -69,8 +69,7 @@ class CheckServer:
         self.view = None
         self._err = None
         self._buf = b""
-        self.answered = 0       # states answered, by this server and those
-                                # it replaced
+        self.audited = False    # an answer of it was held to check's
 
     def _start(self):
         session = contain.session()
@@ -130,7 +129,6 @@ class CheckServer:
             self._fail("check_server's answer is not "
                        '{"status": <integer>, "output": <string>}: '
                        + line[:120].decode("utf-8", "replace"))
-        self.answered += 1
         return answer["status"], answer.get("output", "")
 
     def _line(self, timeout):
