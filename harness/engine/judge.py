@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .. import coords
-from . import realfs, runner, timelimit, trace
+from . import checkserver, realfs, runner, timelimit, trace
 from ..judging import causes, explorer, oracle, payload, properties, symbols
 from .cases import (BIN, INPUT, NEW, SPEC_DIR, TARGET, WORK, combos, contents,
                     target_name)
@@ -276,16 +276,75 @@ class Judge:
             hit = self.checks.get(combo, key, expect)
             if hit is not None:
                 return hit
-            scratch = (Path(tempfile.mkdtemp(prefix="state-",
-                                             dir=self.scratch_root))
-                       if self.scratch_root is not None
-                       else runner.make_scratch("crashcheck-state-"))
+            server = self.check_server(combo)
+            scratch = self.state_dir(server)
             try:
                 explorer.layout(state, scratch)
-                res = self.check(combo, scratch, expect, cache=False)
+                if server is None:
+                    res = self.check(combo, scratch, expect, cache=False)
+                else:
+                    res = self.served_check(combo, server, state, scratch,
+                                            expect)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
             self.checks.put(combo, key, expect, res)
+        return res
+
+    def state_dir(self, server=None):
+        """A new directory to lay a crash state out in: in the server's
+        own directory (the one its confinement lets it change)."""
+        if server is not None:
+            return Path(tempfile.mkdtemp(prefix="state-", dir=server.states))
+        if self.scratch_root is not None:
+            return Path(tempfile.mkdtemp(prefix="state-",
+                                         dir=self.scratch_root))
+        return runner.make_scratch("crashcheck-state-")
+
+    def check_server(self, combo):
+        """This process's checkserver.CheckServer of the combo's spec, or
+        None (the spec has none)."""
+        spec = combo.spec
+        if spec.check_server is None:
+            return None
+        argv = spec.check_server_argv(bin=BIN, target=target_name(spec),
+                                      new=f"../{INPUT}/{NEW}",
+                                      strategy=combo.strategy)
+        env = dict(os.environ)
+        for name in (*runner.OUR_VARS, "CRASHCHECK_EXPECT"):
+            env.pop(name, None)
+        return checkserver.server(argv, env)
+
+    def served_check(self, combo, server, state, directory, expect):
+        """The check_server's answer for a crash state laid out in
+        DIRECTORY. The first state a server answers, and one in
+        SERVER_AUDIT_EVERY after it (by content, so the same ones in
+        every run), are asked of check too, in a copy of the state of
+        their own: a server whose answer differs (accepts where check
+        refuses, or says another first line: it kept something from an
+        earlier state) cannot be trusted with the case."""
+        limit = timeout_of(combo, self.settings)
+        try:
+            status, output = server.ask(directory, expect, limit)
+        except checkserver.ServerFailed as e:
+            raise CheckerFailed(e.reason, server.argv, e.output) from None
+        res = oracle.CheckResult(status=status, output=output, expect=expect)
+        digest = state.digest()
+        if not server.audited or \
+                int(digest[:8], 16) % SERVER_AUDIT_EVERY == 0:
+            server.audited = True
+            again_dir = self.state_dir()
+            try:
+                explorer.layout(state, again_dir)
+                again = self.check(combo, again_dir, expect, cache=False)
+            finally:
+                shutil.rmtree(again_dir, ignore_errors=True)
+            if again.status != status or \
+                    _first_line(again.output) != _first_line(output):
+                raise CheckerFailed(
+                    "check_server answered otherwise than check on the same "
+                    f"state: the server {_answer_text(status, output)}, "
+                    f"check {_answer_text(again.status, again.output)}",
+                    server.argv, "")
         return res
 
     def check(self, combo, directory, expect, cache=True):
@@ -823,6 +882,12 @@ class Judge:
             self._server = None
             clear_dir(scratch)
         return self._server
+
+    def close_servers(self):
+        """End this process's fork server and checker servers (the end
+        of a sweep, or of a pool's worker)."""
+        self.close_server()
+        checkserver.close_all()
 
     def close_server(self, refuse=False):
         """Stop this process's fork server; refuse: the next cases of its
@@ -1370,6 +1435,18 @@ class CheckerFailed(Exception):
                    else ""))
 
 
+def _first_line(output):
+    """The first line of a checker's output with something in it: what
+    a finding quotes of it."""
+    return next((li.strip() for li in output.splitlines() if li.strip()), "")
+
+
+def _answer_text(status, output):
+    """A checker's answer in a few words: "exited 1: tip is 'old'"."""
+    first = _first_line(output)
+    return f"exited {status}" + (f": {first[:120]}" if first else "")
+
+
 def _signal_name(num):
     try:
         return signal.Signals(num).name
@@ -1489,6 +1566,9 @@ class CheckCache:
             os.rename(tmp, self.dir / name)
         except OSError:
             pass        # the next process judges it again: slower, the same
+# a check_server's answer is held to check's on one state in this many
+# (served_check)
+SERVER_AUDIT_EVERY = 16
 # A fault that keeps firing within this many calls of a run's start runs
 # whole, not lite (Judge.lite_from)
 PERSIST_WHOLE_WITHIN = 80

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .. import UsageError
-from . import pool, runner
+from . import checkserver, pool, runner
 from .cases import Case, combos, contents, old_size
 from .execute import (ScratchFull, full_text, scratch_trouble, size_text,
                       start_tree)
@@ -36,7 +36,7 @@ from .sampling import (case_cost, choose, choose_sample, estimate_of,
                        sampled_line)
 from .baseline import (Found, WORK_PREFIX, backend_of, found_of, load_unseen,
                        record_again, record_baseline, save_globs, save_run,
-                       save_unseen, unseen_text)
+                       save_unseen, timeout_of, unseen_text)
 from .judge import CheckerFailed, Judge
 
 
@@ -225,16 +225,39 @@ def checker_seconds(combo, out, settings):
     exit 0, a checker that cannot answer (the baseline case says so).
     The answer is kept (CheckCache) as the baseline case's own: that
     case asks the same of the same directory, and the checker runs no
-    more often for being timed here."""
+    more often for being timed here. A check_server is timed on its
+    second answer about a copy of the directory: its first includes its
+    start-up, which a sweep process pays once."""
     if combo.spec.contract not in ("check", "tree") or out.run.status != 0 \
             or not out.workdir.is_dir():
         return 0.0
+    judge = Judge([combo.spec], settings)
+    if combo.spec.check_server is not None:
+        return served_seconds(judge, combo, out, settings)
     began = time.monotonic()
     try:
-        Judge([combo.spec], settings).check(combo, out.workdir, "new")
+        judge.check(combo, out.workdir, "new")
     except (CheckerFailed, OSError):
         return 0.0
     return time.monotonic() - began
+
+
+def served_seconds(judge, combo, out, settings):
+    """checker_seconds of a spec with a check_server (0.0: it cannot
+    answer; its cases will say so)."""
+    server = judge.check_server(combo)
+    limit = timeout_of(combo, settings)
+    copy = judge.state_dir(server)
+    try:
+        shutil.copytree(out.workdir, copy, symlinks=True, dirs_exist_ok=True)
+        server.ask(copy, "new", limit)
+        began = time.monotonic()
+        server.ask(copy, "new", limit)
+        return time.monotonic() - began
+    except (checkserver.ServerFailed, OSError, shutil.Error):
+        return 0.0
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def disk_usage(path):
