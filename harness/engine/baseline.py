@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import calls, coords
-from . import backend as backend_mod, realfs, runner, trace
+from . import backend as backend_mod, realfs, runner, trace, tracecut
 from ..judging import explorer
 from .cases import Case, OPEN_CALLS, WORK, contents, fault_plans, target_name
 from .records import (FULL_DISK, call_site, crash_point_records,
@@ -302,7 +302,8 @@ def found_of(combo, out, settings, how="preload", again=None, blind=""):
         reason = skip_reason(run)
         return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                            skip=reason, backend=how)])
-    blind = scratch_trouble(out, combo) or escapes(out) or \
+    blind = scratch_trouble(out, combo) or \
+        tracecut.trouble(out, baseline=True) or escapes(out) or \
         nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ROOT
+from . import tracecut
 from ..judging import models, oracle, payload
 
 # The fault classes and the crash models, as the oracle defines them; a
@@ -69,6 +70,7 @@ class Settings:
     seed: int = 0                               # explorer's sample seed
     keep: bool = False                          # keep every case's scratch
     scratch_limit: int | None = None            # bytes a run's snapshots may take
+    trace_limit: int = tracecut.LIMIT           # bytes a run's trace may take; 0: no limit
     home: bool = False                          # each run its own HOME
     rerun: tuple = ()                           # options a reproduce command carries
                                                 # (--scratch, --scratch-limit, --home as given)

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from .. import coords
-from . import fullfs, realfs, runner, timelimit, trace
+from . import fullfs, realfs, runner, timelimit, trace, tracecut
 from ..judging import explorer
 from .cases import (BIN, HOME, INPUT, NEW, NOTE, SNAPS, TARGET, TMP, WORK,
                     contents, target_name)
@@ -432,7 +432,9 @@ def run_program(argv, plan, sdir, timeout, record=True, server=None,
                trace_from=trace_from, trace_full=trace_full,
                limit=settings.scratch_limit if settings else None,
                note=os.path.join(sdir, NOTE), extra=extra,
-               confine=[sdir])
+               confine=[sdir], trace_limit=(
+                   settings.trace_limit if settings else tracecut.LIMIT)
+               or None)
 
 
 def lay_out_scratch(combo, sdir, old, new, reuse_input, start, lay=True):

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .. import coords
-from . import checkserver, realfs, runner, timelimit, trace
+from . import checkserver, realfs, runner, timelimit, trace, tracecut
 from ..judging import causes, explorer, oracle, payload, properties, symbols
 from .cases import (BIN, INPUT, NEW, SPEC_DIR, TARGET, WORK, combos, contents,
                     target_name)
@@ -449,6 +449,7 @@ class Judge:
             out = load_run(self.work / combo.prefix)
             verdict = oracle.Verdict("harness-error", case.error, (
                 SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
+                else tracecut.CUT_WHY if case.error.startswith(tracecut.PREFIX)
                 else ESCAPE_WHY if case.error.startswith("escapes the scratch")
                 else FAILED_ALONE_WHY if FAILED_ALONE in case.error
                 else
@@ -675,6 +676,11 @@ class Judge:
         if trouble:
             return self.result(case, combo, oracle.Verdict(
                 "harness-error", trouble, SCRATCH_WHY), out, states=0,
+                keep=True)
+        trouble = tracecut.trouble(out)
+        if trouble:
+            return self.result(case, combo, oracle.Verdict(
+                "harness-error", trouble, tracecut.CUT_WHY), out, states=0,
                 keep=True)
         return self.judge_run(case, combo, out, base, keep=True)
 
@@ -1343,6 +1349,7 @@ class Judge:
             # what the program wrote, of which OUTPUT_CAP bytes are kept
             res["output"] = {"stdout": run.stdout_size,
                              "stderr": run.stderr_size}
+        tracecut.note(res, out)
         if out is not None and (finding or self.settings.keep):
             # a power-loss or baseline finding too: the crash state that
             # decided it, laid out, is what a person wants to look at
