@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, calls, coords, command_name
 from . import (backend as backend_mod, fullfs, pool, realfs, runner,
-               timelimit, trace)
+               statedir, timelimit, trace)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
                        symbols)
 
@@ -2524,15 +2524,17 @@ class Judge:
             hit = self.checks.get(combo, key, expect)
             if hit is not None:
                 return hit
-            scratch = (Path(tempfile.mkdtemp(prefix="state-",
-                                             dir=self.scratch_root))
-                       if self.scratch_root is not None
-                       else runner.make_scratch("crashcheck-state-"))
-            try:
-                explorer.layout(state, scratch)
-                res = self.check(combo, scratch, expect, cache=False)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+            if self.scratch_root is not None:
+                # one directory per process, changed state to state
+                res = self.check(combo, statedir.in_root(
+                    self.scratch_root).lay(state), expect, cache=False)
+            else:
+                scratch = runner.make_scratch("crashcheck-state-")
+                try:
+                    explorer.layout(state, scratch)
+                    res = self.check(combo, scratch, expect, cache=False)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
             self.checks.put(combo, key, expect, res)
         return res
 
