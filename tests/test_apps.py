@@ -588,6 +588,21 @@ def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):
         r"hg log warns: warning: ignoring unknown working parent "
         r"[0-9a-f]{12}!", said), said
 
+    # check_server: the same answers from one process, asked in an order
+    # that shows anything it kept (a sound repository after a corrupt
+    # one, the same directory twice)
+    asks = [(torn, "old-or-new"), (old, "old-or-new"), (new, "new"),
+            (mixed, "old-or-new"), (old, "new"), (new, "new"),
+            (torn, "old-or-new")]
+    want = [check(d, e) for d, e in asks]
+    server = subprocess.run(
+        [str(hgdir / "check"), "--serve"], capture_output=True, text=True,
+        timeout=120, input="".join(json.dumps({"dir": str(d), "expect": e})
+                                   + "\n" for d, e in asks))
+    assert server.returncode == 0, server.stderr
+    answers = [json.loads(li) for li in server.stdout.splitlines()]
+    assert [(a["status"], a["output"].strip()) for a in answers] == want
+
 
 def test_scripts_apps_help_and_a_directory_not_its_own(tmp_path):
     """`scripts/apps --help` prints its usage (it was "unknown option",

@@ -328,7 +328,7 @@ class Sweep:
         chunk = pool.chunk_size(len(cases), jobs, 32)
         # each process ends its fork server (faults/serve.c) as it leaves
         self._pool, results = pool.start(self.run_case, cases, jobs, chunk,
-                                         at_exit=self.judge().close_server)
+                                         at_exit=self.judge().close_servers)
         self._ahead = zip(cases, results)
         self._done = {}
         self._left = len(cases)
@@ -1089,7 +1089,7 @@ def pytest_unconfigure(config):
         signal.signal(signal.SIGHUP, state.sighup)
     _STATE.pop("sweep", None)
     if state._judge is not None:
-        state._judge.close_server()     # one of this process's (jobs 1)
+        state._judge.close_servers()    # one of this process's (jobs 1)
     if state.scratch_root is not None:
         shutil.rmtree(state.scratch_root, ignore_errors=True)
     if state.own_out is not None:

@@ -357,7 +357,7 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         if steps is not None:
             env[confine_mod.VIEW_VAR] = steps
             run_argv = [str(confine_mod.HELPER),
-                        _program_file(run_argv[0], cwd, env), *run_argv]
+                        program_file(run_argv[0], cwd, env), *run_argv]
     try:
         run = _run(argv, run_argv, cwd, env, stdin, passthrough, timeout,
                    trace, preload, backend)
@@ -425,7 +425,7 @@ def _run(argv, run_argv, cwd, env, stdin, passthrough, timeout, trace,
                         timeout)
 
 
-def _program_file(argv0, cwd, env):
+def program_file(argv0, cwd, env):
     """The file the confine helper execs for ARGV0, as exec would find
     it: a name with a slash as it is (the helper is in CWD by then), else
     looked up in the PATH of ENV."""

@@ -36,6 +36,17 @@ check        a checker argv (non-empty list of strings, same placeholders
              starts as the tree old_dir and setup make, there is no target
              file ({target} is refused), and only the checker judges a
              state: the whole directory the program worked in.
+check_server optional, with check: the same checker kept running between
+             states (an argv, the same placeholders), for a checker whose
+             start-up is most of what it costs. Each sweep process starts
+             it once and writes it a state at a time on its stdin, one JSON
+             object a line, {"dir": DIR, "expect": "new" or "old-or-new"};
+             it answers each with one line, {"status": N, "output": TEXT}:
+             what check would exit with and print, run in DIR with that
+             CRASHCHECK_EXPECT. It keeps nothing from one state to the next;
+             crashcheck asks check itself about a share of the states and
+             fails the case where the two answers differ
+             (harness/engine/checkserver.py).
 old_dir      tree contract only: a directory (relative to the spec file,
              or absolute) copied as the starting work directory, symbolic
              links as links. Default: an empty directory.
@@ -148,6 +159,7 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOF = re.compile(r"\s*\(at end of document\)\s*$")
 
 FIELDS = ("name", "description", "command", "strategies", "contract", "check",
+          "check_server",
           "sizes", "old", "old_dir", "setup", "timeout", "sector", "disk",
           "fail_on", "teaches", "lesson", "fixed_by", "expect")
 FAIL_ON = ("error", "warning")
@@ -229,6 +241,8 @@ class Spec:
     size_in_id: bool = True         # False: one size, case ids omit it
     fail_on: str = "error"          # the least severity that fails the run
                                     # (properties.py): "warning" is strict
+    check_server: tuple | None = None   # check, kept running (protocol:
+                                        # harness/engine/checkserver.py)
 
     @property
     def buggy(self):
@@ -264,6 +278,12 @@ class Spec:
         if self.check is None:
             raise ValueError(f"{self.name}: contract is {self.contract}, not a checker")
         return self._substitute(self.check, bin, target, new, strategy)
+
+    def check_server_argv(self, bin, target, new, strategy=None):
+        """The check_server command with its placeholders replaced."""
+        if self.check_server is None:
+            raise ValueError(f"{self.name}: has no check_server")
+        return self._substitute(self.check_server, bin, target, new, strategy)
 
     def setup_argv(self, bin, strategy=None):
         """The setup command with its placeholders replaced."""
@@ -395,6 +415,16 @@ def _parse(path, data):
         if tree and "target" in checked:
             c.fail("check", "{target} with contract = \"tree\": a tree has no "
                             "target file (the checker runs in the tree)")
+    check_server = None
+    if "check_server" in data:
+        if "check" not in data:
+            c.fail("check_server", "without check: it is check kept running, "
+                                   "and check is what its answers are held to")
+        check_server, served = c.argv("check_server", data["check_server"],
+                                      strategies)
+        if tree and "target" in served:
+            c.fail("check_server", "{target} with contract = \"tree\": a tree "
+                                   "has no target file")
 
     old_dir = setup = None
     for fld in ("old_dir", "setup", "old"):
@@ -476,7 +506,8 @@ def _parse(path, data):
                 old="absent" if tree else old, timeout=float(timeout), disk=disk,
                 expect=tuple(expect), teaches=teaches, fixed_by=fixed_by,
                 sector=sector, lesson=lesson, old_dir=old_dir, setup=setup,
-                size_in_id=size_in_id, fail_on=fail_on)
+                size_in_id=size_in_id, fail_on=fail_on,
+                check_server=check_server)
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

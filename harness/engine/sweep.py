@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, calls, coords, command_name
-from . import (backend as backend_mod, fullfs, pool, realfs, runner,
-               statedir, timelimit, trace)
+from . import (backend as backend_mod, checkserver, fullfs, pool, realfs,
+               runner, statedir, timelimit, trace)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
                        symbols)
 
@@ -1076,16 +1076,39 @@ def checker_seconds(combo, out, settings):
     exit 0, a checker that cannot answer (the baseline case says so).
     The answer is kept (CheckCache) as the baseline case's own: that
     case asks the same of the same directory, and the checker runs no
-    more often for being timed here."""
+    more often for being timed here. A check_server is timed on its
+    second answer about a copy of the directory: its first includes its
+    start-up, which a sweep process pays once."""
     if combo.spec.contract not in ("check", "tree") or out.run.status != 0 \
             or not out.workdir.is_dir():
         return 0.0
+    judge = Judge([combo.spec], settings)
+    if combo.spec.check_server is not None:
+        return served_seconds(judge, combo, out, settings)
     began = time.monotonic()
     try:
-        Judge([combo.spec], settings).check(combo, out.workdir, "new")
+        judge.check(combo, out.workdir, "new")
     except (CheckerFailed, OSError):
         return 0.0
     return time.monotonic() - began
+
+
+def served_seconds(judge, combo, out, settings):
+    """checker_seconds of a spec with a check_server (0.0: it cannot
+    answer; its cases will say so)."""
+    server = judge.check_server(combo)
+    limit = timeout_of(combo, settings)
+    copy = judge.state_dir(server)
+    try:
+        shutil.copytree(out.workdir, copy, symlinks=True, dirs_exist_ok=True)
+        server.ask(copy, "new", limit)
+        began = time.monotonic()
+        server.ask(copy, "new", limit)
+        return time.monotonic() - began
+    except (checkserver.ServerFailed, OSError, shutil.Error):
+        return 0.0
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def estimate_of(everything, sample, seed, jobs):
@@ -2524,18 +2547,82 @@ class Judge:
             hit = self.checks.get(combo, key, expect)
             if hit is not None:
                 return hit
-            if self.scratch_root is not None:
-                # one directory per process, changed state to state
+            server = self.check_server(combo)
+            if server is None and self.scratch_root is not None:
+                # one directory per process, changed state to state (a
+                # server's states each get a new one: a server keeps
+                # running, and must not meet a directory it has seen)
                 res = self.check(combo, statedir.in_root(
                     self.scratch_root).lay(state), expect, cache=False)
             else:
-                scratch = runner.make_scratch("crashcheck-state-")
+                scratch = self.state_dir(server)
                 try:
                     explorer.layout(state, scratch)
-                    res = self.check(combo, scratch, expect, cache=False)
+                    if server is None:
+                        res = self.check(combo, scratch, expect, cache=False)
+                    else:
+                        res = self.served_check(combo, server, state,
+                                                scratch, expect)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
             self.checks.put(combo, key, expect, res)
+        return res
+
+    def state_dir(self, server=None):
+        """A new directory to lay a crash state out in: in the server's
+        own directory (the one its confinement lets it change)."""
+        if server is not None:
+            return Path(tempfile.mkdtemp(prefix="state-", dir=server.states))
+        if self.scratch_root is not None:
+            return Path(tempfile.mkdtemp(prefix="state-",
+                                         dir=self.scratch_root))
+        return runner.make_scratch("crashcheck-state-")
+
+    def check_server(self, combo):
+        """This process's checkserver.CheckServer of the combo's spec, or
+        None (the spec has none)."""
+        spec = combo.spec
+        if spec.check_server is None:
+            return None
+        argv = spec.check_server_argv(bin=BIN, target=target_name(spec),
+                                      new=f"../{INPUT}/{NEW}",
+                                      strategy=combo.strategy)
+        env = dict(os.environ)
+        for name in (*runner.OUR_VARS, "CRASHCHECK_EXPECT"):
+            env.pop(name, None)
+        return checkserver.server(argv, env)
+
+    def served_check(self, combo, server, state, directory, expect):
+        """The check_server's answer for a crash state laid out in
+        DIRECTORY. The first state a server answers, and one in
+        SERVER_AUDIT_EVERY after it (by content, so the same ones in
+        every run), are asked of check too, in a copy of the state of
+        their own: a server whose answer differs (accepts where check
+        refuses, or says another first line: it kept something from an
+        earlier state) cannot be trusted with the case."""
+        limit = timeout_of(combo, self.settings)
+        try:
+            status, output = server.ask(directory, expect, limit)
+        except checkserver.ServerFailed as e:
+            raise CheckerFailed(e.reason, server.argv, e.output) from None
+        res = oracle.CheckResult(status=status, output=output, expect=expect)
+        digest = state.digest()
+        if not server.audited or \
+                int(digest[:8], 16) % SERVER_AUDIT_EVERY == 0:
+            server.audited = True
+            again_dir = self.state_dir()
+            try:
+                explorer.layout(state, again_dir)
+                again = self.check(combo, again_dir, expect, cache=False)
+            finally:
+                shutil.rmtree(again_dir, ignore_errors=True)
+            if again.status != status or \
+                    _first_line(again.output) != _first_line(output):
+                raise CheckerFailed(
+                    "check_server answered otherwise than check on the same "
+                    f"state: the server {_answer_text(status, output)}, "
+                    f"check {_answer_text(again.status, again.output)}",
+                    server.argv, "")
         return res
 
     def check(self, combo, directory, expect, cache=True):
@@ -3074,6 +3161,12 @@ class Judge:
             clear_dir(scratch)
         return self._server
 
+    def close_servers(self):
+        """End this process's fork server and checker servers (the end
+        of a sweep, or of a pool's worker)."""
+        self.close_server()
+        checkserver.close_all()
+
     def close_server(self, refuse=False):
         """Stop this process's fork server; refuse: the next cases of its
         command line are exec'd."""
@@ -3565,6 +3658,18 @@ class CheckerFailed(Exception):
                    else ""))
 
 
+def _first_line(output):
+    """The first line of a checker's output with something in it: what
+    a finding quotes of it."""
+    return next((li.strip() for li in output.splitlines() if li.strip()), "")
+
+
+def _answer_text(status, output):
+    """A checker's answer in a few words: "exited 1: tip is 'old'"."""
+    first = _first_line(output)
+    return f"exited {status}" + (f": {first[:120]}" if first else "")
+
+
 def _signal_name(num):
     try:
         return signal.Signals(num).name
@@ -3686,6 +3791,9 @@ class CheckCache:
             pass        # the next process judges it again: slower, the same
 
 
+# a check_server's answer is held to check's on one state in this many
+# (served_check)
+SERVER_AUDIT_EVERY = 16
 EXCERPT_LINES = 40
 # A fault that keeps firing within this many calls of a run's start runs
 # whole, not lite (Judge.lite_from)
