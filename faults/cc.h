@@ -47,9 +47,15 @@ struct cc_shared {
 	} std[2];		/* the tree's stdout and stderr at its start: never faulted */
 	uint64_t std_ready;	/* 0, 1 while the first process fills std, 2 once filled */
 	uint64_t stored;	/* bytes of snapshots stored by the tree, against CRASHCHECK_LIMIT */
+	/* past CRASHCHECK_TRACE_LIMIT (trace.c, trace_drop): */
+	uint64_t cut_claimed;	/* 1 once a process took the cut line on */
+	uint64_t cut_at;	/* the cut line's place in the trace + 1, 0 = none yet */
+	uint64_t dropped;	/* lines not written */
+	uint64_t dropped_bytes;	/* their bytes */
+	int cut_busy;		/* try-lock of the cut line's counts */
 };
 
-#define CC_SHARED_MAGIC 0x34766b6368637263ULL	/* "crchckv4" */
+#define CC_SHARED_MAGIC 0x35766b6368637263ULL	/* "crchckv5" */
 
 struct cc_state {
 	struct plan plan;
@@ -68,6 +74,9 @@ struct cc_state {
 	bool snap_full;		/* CRASHCHECK_SNAP=full: no range snapshots */
 	uint64_t limit;		/* CRASHCHECK_LIMIT: bytes the snapshots of a run may
 				 * store, and the largest file they may take; 0 = none */
+	uint64_t trace_limit;	/* CRASHCHECK_TRACE_LIMIT: bytes the trace's lines
+				 * may take, past which they are counted, not
+				 * written; 0 = none */
 	const char *note;	/* CRASHCHECK_NOTE: where to say why the run was stopped */
 	bool has_rules[CALL__COUNT];	/* per call: some rule names it */
 	bool has_glob[CALL__COUNT];	/* per call: some rule names it with a glob */

@@ -205,6 +205,16 @@ void cc_env_read(bool shared)
 		if (!parse_seq(v, &end, &cc.limit) || *end)
 			cc_die("CRASHCHECK_LIMIT '%s' is not a number of bytes", v);
 	}
+	v = getenv("CRASHCHECK_TRACE_LIMIT");
+	cc.trace_limit = 0;
+	if (v && *v) {
+		const char *end;
+
+		if (!parse_seq(v, &end, &cc.trace_limit) || *end)
+			cc_die("CRASHCHECK_TRACE_LIMIT '%s' is not a number of bytes", v);
+		if (!cc.trace)
+			cc_die("CRASHCHECK_TRACE_LIMIT is set but CRASHCHECK_TRACE is not");
+	}
 	v = getenv("CRASHCHECK_NOTE");
 	cc.note = NULL;
 	if (v && *v) {

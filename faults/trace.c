@@ -130,6 +130,20 @@ static void trace_fd_reopen(void)
  * lines are appended (O_APPEND), as before.
  */
 #define TRACE_MAP_MIN 4096
+/*
+ * The cut line, where CRASHCHECK_TRACE_LIMIT stopped the trace (trace_drop):
+ * {"ev":"dropped","lines":"<20 digits>","bytes":"<20 digits>","limit":N}.
+ * The counts are strings of a fixed width at fixed places, rewritten in
+ * place as lines are dropped: a rewrite that a SIGKILL cuts short leaves
+ * digits still, never a line the reader refuses.
+ */
+#define CUT_HEAD "{\"ev\":\"dropped\",\"lines\":\""
+#define CUT_MID "\",\"bytes\":\""
+#define CUT_DIGITS 20
+#define CUT_COUNTS (sizeof(CUT_HEAD) - 1)	/* where the counts start */
+#define CUT_COUNTS_LEN (2 * CUT_DIGITS + sizeof(CUT_MID) - 1)
+#define CUT_TAIL "\",\"limit\":"
+#define CUT_LEN (CUT_COUNTS + CUT_COUNTS_LEN + sizeof(CUT_TAIL) - 1 + CUT_DIGITS + 2)
 static char *tmap;		/* our mapping of the trace, NULL = none */
 static uint64_t tmap_len;	/* its length; the file is at least as long */
 static bool tmap_off;		/* mapping refused once: pwrite from then on */
@@ -144,6 +158,14 @@ static bool trace_map(uint64_t end)
 		return false;
 	while (want < end || want < 2 * tmap_len)
 		want *= 2;
+	/* never past what a cut trace can hold: the limit and the cut line,
+	 * so that the doubling does not allocate what no line will use */
+	if (cc.trace_limit) {
+		uint64_t most = (cc.trace_limit + CUT_LEN + 4095) & ~4095ULL;
+
+		if (want > most)
+			want = most > end ? most : end;
+	}
 	if (syscall(SYS_fallocate, trace_fd, 0, 0L, (long)want) < 0) {
 		tmap_off = true;
 		return false;
@@ -192,21 +214,170 @@ static bool trace_put(uint64_t off, const char *buf, size_t len)
 	return true;
 }
 
-/* the line SB through FD: at its place OFF with CRASHCHECK_SHARED, else
- * appended */
-static bool trace_write(int fd, uint64_t off, const struct sb *sb)
+/* LEN bytes of BUF through FD: at their place OFF with CRASHCHECK_SHARED,
+ * else appended */
+static bool trace_write(int fd, uint64_t off, const char *buf, size_t len)
 {
-	return cc.sh_file ? trace_pwrite(fd, off, sb->buf, sb->len) :
-			    cc_sys_write_all(fd, sb->buf, sb->len) == 0;
+	return cc.sh_file ? trace_pwrite(fd, off, buf, len) :
+			    cc_sys_write_all(fd, buf, len) == 0;
 }
 
 static int emit_warned;	/* emit() said once that a line was lost */
 
-static void emit(struct sb *sb)
+/* LEN bytes of BUF to the trace: at OFF with CRASHCHECK_SHARED, else
+ * appended */
+static void emit_at(uint64_t off, const char *buf, size_t len)
 {
 	bool done = false;
-	uint64_t off = 0;
 	int fd;
+
+	if (cc_try_lock(&trace_busy)) {
+		if (cc.sh_file) {
+			done = trace_put(off, buf, len);
+		} else {
+			if (!trace_fd_current())
+				trace_fd_reopen();
+			done = trace_fd >= 0 && trace_write(trace_fd, off, buf, len);
+		}
+		cc_unlock(&trace_busy);
+	}
+	if (!done) {
+		fd = trace_open();
+		if (fd < 0 || !trace_write(fd, off, buf, len)) {
+			if (!__atomic_exchange_n(&emit_warned, 1, __ATOMIC_SEQ_CST))
+				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
+		}
+		if (fd >= 0)
+			cc_sys_close(fd);
+	}
+}
+
+/*
+ * CRASHCHECK_TRACE_LIMIT: the lines of a run take at most that many bytes
+ * of its trace. A program that loops on a failing call (a full disk
+ * retried for ever) writes lines until its time limit, 143 MB of them
+ * once; past the limit a line is counted instead (cc.sh->dropped, and its
+ * bytes), and one more line, the cut line (CUT_HEAD), says how many were
+ * dropped. The counts live in the shared counters, so the process tree
+ * (threads, forked children) counts in one place, and whoever drops a line
+ * rewrites the cut line's counts (trace_cut_update). The cut line goes
+ * after the limit, so a cut trace ends at most CUT_LEN bytes past it.
+ *
+ * A line's place is taken only while it fits (trace_reserve), so a cut
+ * trace holds the lines up to the limit and none after, whichever process
+ * wrote them. Without CRASHCHECK_SHARED the place is the bytes this
+ * process's counters saw appended: exact in the supervisor, which writes
+ * every line of the program itself; a preloaded tree without shared
+ * counters counts per process, and its cut line's counts are those of
+ * the moment of the cut (nothing tells where in the file it landed).
+ */
+static bool trace_reserve(size_t len, uint64_t *off)
+{
+	uint64_t end = __atomic_load_n(&cc.sh->trace_end, __ATOMIC_SEQ_CST);
+
+	do {
+		if (__atomic_load_n(&cc.sh->cut_claimed, __ATOMIC_SEQ_CST) ||
+		    end + len > cc.trace_limit)
+			return false;
+	} while (!__atomic_compare_exchange_n(&cc.sh->trace_end, &end, end + len,
+					      false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
+	*off = end;
+	return true;
+}
+
+/* whether the cut line's place is known, and so its counts can be
+ * rewritten in place */
+static bool cut_in_place(void)
+{
+	return cc.sh_file || cc.backend;
+}
+
+static void cut_counts(char *out, uint64_t lines, uint64_t bytes)
+{
+	char tmp[CUT_COUNTS_LEN + 1];
+
+	snprintf(tmp, sizeof(tmp), "%0*llu" CUT_MID "%0*llu", CUT_DIGITS,
+		 (unsigned long long)lines, CUT_DIGITS, (unsigned long long)bytes);
+	memcpy(out, tmp, CUT_COUNTS_LEN);
+}
+
+/* the counts of the cut line at AT rewritten with LINES and BYTES */
+static void cut_rewrite(uint64_t at, uint64_t lines, uint64_t bytes)
+{
+	char counts[CUT_COUNTS_LEN];
+	uint64_t off = at + CUT_COUNTS;
+	int fd;
+
+	cut_counts(counts, lines, bytes);
+	if (cc.sh_file && cc_try_lock(&trace_busy)) {
+		bool mapped = tmap && off + CUT_COUNTS_LEN <= tmap_len;
+
+		if (mapped)
+			memcpy(tmap + off, counts, CUT_COUNTS_LEN);
+		cc_unlock(&trace_busy);
+		if (mapped)
+			return;
+	}
+	/* not through the appending descriptor, on which pwrite appends */
+	fd = cc_sys_open(cc.trace, O_WRONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	trace_pwrite(fd, off, counts, CUT_COUNTS_LEN);
+	cc_sys_close(fd);
+}
+
+/*
+ * The cut line's counts made the shared ones. Under cut_busy, a try-lock
+ * (one process at a time rewrites; another one that finds it taken leaves
+ * it to the holder, which looks at the counts again once it let go and
+ * rewrites them while they moved). A holder killed meanwhile leaves the
+ * counts where it wrote them: the reader says "at least".
+ */
+static void trace_cut_update(void)
+{
+	for (;;) {
+		uint64_t at = __atomic_load_n(&cc.sh->cut_at, __ATOMIC_SEQ_CST);
+		uint64_t lines, bytes;
+
+		if (!at || !cut_in_place() || !cc_try_lock(&cc.sh->cut_busy))
+			return;
+		lines = __atomic_load_n(&cc.sh->dropped, __ATOMIC_SEQ_CST);
+		bytes = __atomic_load_n(&cc.sh->dropped_bytes, __ATOMIC_SEQ_CST);
+		cut_rewrite(at - 1, lines, bytes);
+		cc_unlock(&cc.sh->cut_busy);
+		if (__atomic_load_n(&cc.sh->dropped, __ATOMIC_SEQ_CST) == lines)
+			return;
+	}
+}
+
+/* a line of LEN bytes past the limit: counted, and said in the cut line,
+ * which the first one to drop a line writes */
+static void trace_drop(size_t len)
+{
+	char line[CUT_LEN + 1];
+	uint64_t zero = 0, off, lines, bytes;
+
+	lines = __atomic_add_fetch(&cc.sh->dropped, 1, __ATOMIC_SEQ_CST);
+	bytes = __atomic_add_fetch(&cc.sh->dropped_bytes, len, __ATOMIC_SEQ_CST);
+	if (__atomic_compare_exchange_n(&cc.sh->cut_claimed, &zero, 1, false,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		memcpy(line, CUT_HEAD, CUT_COUNTS);
+		cut_counts(line + CUT_COUNTS, lines, bytes);
+		snprintf(line + CUT_COUNTS + CUT_COUNTS_LEN,
+			 sizeof(line) - CUT_COUNTS - CUT_COUNTS_LEN,
+			 CUT_TAIL "%*llu}\n", CUT_DIGITS,
+			 (unsigned long long)cc.trace_limit);
+		off = __atomic_fetch_add(&cc.sh->trace_end, CUT_LEN, __ATOMIC_SEQ_CST);
+		emit_at(off, line, CUT_LEN);
+		__atomic_store_n(&cc.sh->cut_at, off + 1, __ATOMIC_SEQ_CST);
+	}
+	trace_cut_update();
+}
+
+static void emit(struct sb *sb)
+{
+	uint64_t off = 0;
 
 	sb_lit(sb, "\n");
 	if (sb->oom) {
@@ -214,27 +385,15 @@ static void emit(struct sb *sb)
 			cc_warn("trace line dropped: out of memory");
 		goto out;
 	}
-	if (cc.sh_file)
+	if (cc.trace_limit) {
+		if (!trace_reserve(sb->len, &off)) {
+			trace_drop(sb->len);
+			goto out;
+		}
+	} else if (cc.sh_file) {
 		off = __atomic_fetch_add(&cc.sh->trace_end, sb->len, __ATOMIC_SEQ_CST);
-	if (cc_try_lock(&trace_busy)) {
-		if (cc.sh_file) {
-			done = trace_put(off, sb->buf, sb->len);
-		} else {
-			if (!trace_fd_current())
-				trace_fd_reopen();
-			done = trace_fd >= 0 && trace_write(trace_fd, off, sb);
-		}
-		cc_unlock(&trace_busy);
 	}
-	if (!done) {
-		fd = trace_open();
-		if (fd < 0 || !trace_write(fd, off, sb)) {
-			if (!__atomic_exchange_n(&emit_warned, 1, __ATOMIC_SEQ_CST))
-				cc_warn("write trace '%s': %s", cc.trace, strerror(errno));
-		}
-		if (fd >= 0)
-			cc_sys_close(fd);
-	}
+	emit_at(off, sb->buf, sb->len);
 out:
 	sb_release(sb);
 }
@@ -252,8 +411,11 @@ static pid_t trace_pid;
 void cc_trace_after_fork(void)
 {
 	trace_pid = syscall(SYS_getpid);
-	/* the child has one thread: a lock held by another one is free */
+	/* the child has one thread: a lock held by another one is free
+	 * (and so is cut_busy where the counters are this process's own) */
 	trace_busy = 0;
+	if (!cc.sh_file)
+		cc.sh->cut_busy = 0;
 }
 
 void cc_record_reset(void)
@@ -302,7 +464,7 @@ void cc_trace_start(pid_t pid, pid_t ppid, const char *exe)
 		return;
 	sb_init(&sb);
 	first = __atomic_fetch_add(&cc.sh->inits, 1, __ATOMIC_SEQ_CST) == 0;
-	if (first && cc.sh_file) {
+	if (first && (cc.sh_file || cc.trace_limit)) {
 		/* a trace that holds lines already is added to, as O_APPEND did */
 		long long size;
 		uint64_t zero = 0;

@@ -305,6 +305,8 @@ def rerun_argv(args):
         argv.append("--home")
     if args.scratch_limit is not None:
         argv += ["--scratch-limit", args.scratch_limit]
+    if args.trace_limit is not None:
+        argv += ["--trace-limit", args.trace_limit]
     # and where: a case the scratch had no room for reruns in the same
     if args.scratch is not None:
         argv += ["--scratch", args.scratch]

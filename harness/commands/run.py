@@ -91,6 +91,11 @@ def add_sweep_options(p):
                         "largest file it may leave (e.g. 512M, 2G; default: "
                         "a share of the scratch's free space and of memory); "
                         "a run past it is a harness-error naming it")
+    p.add_argument("--trace-limit", metavar="SIZE",
+                   help="bytes of trace one run may write (e.g. 64M; 0: no "
+                        "limit; default: 32M); past it the calls are counted, "
+                        "not written down, and a case whose run did not end "
+                        "at its time limit is a harness-error naming it")
     p.add_argument("--home", action="store_true",
                    help="give each run an empty HOME of its own in its "
                         "scratch (every run has its own TMPDIR there)")
@@ -243,6 +248,16 @@ def scratch_dir(text):
     return path.resolve()
 
 
+def trace_limit(text):
+    """--trace-limit's bytes: 0 (no limit), or a size of 1 MiB or more."""
+    if text.strip() == "0":
+        return 0
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise UsageError(f"--trace-limit: {e}") from None
+
+
 def scratch_limit(text):
     try:
         return parse_size(text)
@@ -315,6 +330,8 @@ def pytest_args(args, spec_paths, out, command):
         argv += ["--cc-scratch", str(scratch_dir(args.scratch))]
     if args.scratch_limit is not None:
         argv += ["--cc-scratch-limit", str(scratch_limit(args.scratch_limit))]
+    if args.trace_limit is not None:
+        argv += ["--cc-trace-limit", str(trace_limit(args.trace_limit))]
     if args.home:
         argv.append("--cc-home")
     if args.exec_each:

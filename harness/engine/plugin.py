@@ -35,7 +35,7 @@ from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep)
+               sweep, tracecut)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -79,6 +79,9 @@ def pytest_addoption(parser):
     g.addoption("--cc-scratch-limit", type=int, default=None, metavar="BYTES",
                 help="bytes of snapshots one run may take (default: a "
                      "share of the scratch's free space)")
+    g.addoption("--cc-trace-limit", type=int, default=None, metavar="BYTES",
+                help="bytes of trace one run may write, the rest counted "
+                     "(default: 32 MiB; 0: no limit)")
     g.addoption("--cc-home", action="store_true",
                 help="give each run an empty HOME of its own")
     g.addoption("--cc-exec-each", action="store_true",
@@ -168,11 +171,17 @@ def settings_from(config):
         rerun += ["--scratch", scratch]
     if config.getoption("--cc-scratch-limit") is not None:
         rerun += ["--scratch-limit", str(config.getoption("--cc-scratch-limit"))]
+    trace_limit = config.getoption("--cc-trace-limit")
+    if trace_limit is not None:
+        rerun += ["--trace-limit", str(trace_limit)]
+    else:
+        trace_limit = tracecut.LIMIT
     if config.getoption("--cc-home"):
         rerun.append("--home")
     return sweep.Settings(
         rerun=tuple(rerun),
         scratch_limit=config.getoption("--cc-scratch-limit"),
+        trace_limit=trace_limit,
         home=config.getoption("--cc-home"),
         out=Path(config.getoption("--cc-out")).resolve(),
         models=model,

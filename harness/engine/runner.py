@@ -51,7 +51,7 @@ EXIT_SKIP = 77
 RUN_VARS = ("CRASHCHECK_PLAN", "CRASHCHECK_TRACE", "CRASHCHECK_WATCH",
             "CRASHCHECK_SNAPDIR", "CRASHCHECK_SHARED", "CRASHCHECK_SNAP",
             "CRASHCHECK_TRACE_FROM", "CRASHCHECK_TRACE_FULL",
-            "CRASHCHECK_LIMIT", "CRASHCHECK_NOTE")
+            "CRASHCHECK_LIMIT", "CRASHCHECK_TRACE_LIMIT", "CRASHCHECK_NOTE")
 OUR_VARS = RUN_VARS + ("CRASHCHECK_SERVE", contain.ENV_TOKEN,
                        confine_mod.VIEW_VAR)
 # A fork server's room for a run's variables (faults/serve.c): more than
@@ -193,7 +193,7 @@ class Run:
 def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
               base=None, program=None, cwd=None, trace_from=None,
               trace_full=None, limit=None, note=None, extra=None,
-              backend="preload"):
+              backend="preload", trace_limit=None):
     """The environment of a run: the caller's, less any of our variables,
     plus the preloads (ours first, so our wrappers call down into libfiu's;
     an ASan-linked program's runtime before ours: harness/engine/sanitizers.py)
@@ -203,7 +203,8 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
     maybe thin (CRASHCHECK_TRACE_FULL; a recorded run). limit: bytes
     the run's snapshots may take (CRASHCHECK_LIMIT), note: the file the
     library says why it stopped a run in (CRASHCHECK_NOTE; a run in a
-    session of its own). extra: more variables of the run's (TMPDIR,
+    session of its own). trace_limit: bytes the trace's lines may take,
+    the rest counted (CRASHCHECK_TRACE_LIMIT). extra: more variables of the run's (TMPDIR,
     HOME). backend "syscall": the settings are the supervisor's, and
     nothing is preloaded."""
     if base is None:
@@ -237,6 +238,8 @@ def build_env(plan="", trace=None, watch=None, snapdir=None, shared=None,
         env["CRASHCHECK_TRACE_FULL"] = full_range(trace_full)
     if limit is not None:
         env["CRASHCHECK_LIMIT"] = str(limit)
+    if trace_limit is not None:
+        env["CRASHCHECK_TRACE_LIMIT"] = str(trace_limit)
     if note is not None:
         env["CRASHCHECK_NOTE"] = str(note)
     if extra:
@@ -313,7 +316,8 @@ def _read_capped(fh, cap):
 def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         shared=None, timeout=10.0, env=None, stdin=None, preload=True,
         passthrough=False, trace_from=None, trace_full=None, limit=None,
-        note=None, extra=None, backend="preload", confine=None):
+        note=None, extra=None, backend="preload", confine=None,
+        trace_limit=None):
     """Run argv to completion or to its time limit (None: no limit).
 
     The program gets a new session (so a process group of its own) and a
@@ -346,7 +350,7 @@ def run(argv, *, cwd, plan="", trace=None, watch=None, snapdir=None,
         env = build_env(plan, trace, watch, snapdir, shared, base=env,
                         program=argv[0], cwd=cwd, trace_from=trace_from,
                         trace_full=trace_full, limit=limit, note=note,
-                        extra=extra, backend=backend)
+                        extra=extra, backend=backend, trace_limit=trace_limit)
     else:
         env = dict(os.environ if env is None else env)
         name, token = contain.run_env()
@@ -852,7 +856,8 @@ class ForkServer:
 
     def run(self, *, cwd, plan="", trace=None, watch=None, snapdir=None,
             shared=None, timeout=10.0, trace_from=None, trace_full=None,
-            limit=None, note=None, extra=None, confine=None):
+            limit=None, note=None, extra=None, confine=None,
+            trace_limit=None):
         """One run, as run() would make it with these settings. EXTRA
         variables are set in the run; the server's own environment is
         the caller's. confine: as run()'s (the child makes the view:
@@ -867,6 +872,8 @@ class ForkServer:
                     "CRASHCHECK_TRACE_FULL": None if trace_full is None
                     else full_range(trace_full),
                     "CRASHCHECK_LIMIT": None if limit is None else str(limit),
+                    "CRASHCHECK_TRACE_LIMIT": None if trace_limit is None
+                    else str(trace_limit),
                     "CRASHCHECK_NOTE": note}
         assert set(settings) == set(RUN_VARS)
         settings.update(extra or {})

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, calls, coords, command_name
 from . import (backend as backend_mod, checkserver, fullfs, pool, realfs,
-               runner, statedir, timelimit, trace)
+               runner, statedir, timelimit, trace, tracecut)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
                        symbols)
 
@@ -97,6 +97,7 @@ class Settings:
     seed: int = 0                               # explorer's sample seed
     keep: bool = False                          # keep every case's scratch
     scratch_limit: int | None = None            # bytes a run's snapshots may take
+    trace_limit: int = tracecut.LIMIT           # bytes a run's trace may take; 0: no limit
     home: bool = False                          # each run its own HOME
     rerun: tuple = ()                           # options a reproduce command carries
                                                 # (--scratch, --scratch-limit, --home as given)
@@ -633,7 +634,9 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                    trace_from=trace_from, trace_full=trace_full,
                    limit=settings.scratch_limit if settings else None,
                    note=os.path.join(sdir, NOTE), extra=extra,
-                   confine=[sdir])
+                   confine=[sdir], trace_limit=(
+                       settings.trace_limit if settings else tracecut.LIMIT)
+                   or None)
 
     def lay_out(lay=True):
         try:
@@ -1676,7 +1679,8 @@ def found_of(combo, out, settings, how="preload", again=None, blind=""):
         reason = skip_reason(run)
         return Found([Case(id=f"{pre}-baseline", combo=pre, kind="baseline",
                            skip=reason, backend=how)])
-    blind = scratch_trouble(out, combo) or escapes(out) or \
+    blind = scratch_trouble(out, combo) or \
+        tracecut.trouble(out, baseline=True) or escapes(out) or \
         nothing_intercepted(combo, out, how) or uring_set_up(out) or blind
     if blind:
         # Every other case would judge a program the trace cannot see:
@@ -2727,6 +2731,7 @@ class Judge:
             out = load_run(self.work / combo.prefix)
             verdict = oracle.Verdict("harness-error", case.error, (
                 SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
+                else tracecut.CUT_WHY if case.error.startswith(tracecut.PREFIX)
                 else ESCAPE_WHY if case.error.startswith("escapes the scratch")
                 else FAILED_ALONE_WHY if FAILED_ALONE in case.error
                 else
@@ -2953,6 +2958,11 @@ class Judge:
         if trouble:
             return self.result(case, combo, oracle.Verdict(
                 "harness-error", trouble, SCRATCH_WHY), out, states=0,
+                keep=True)
+        trouble = tracecut.trouble(out)
+        if trouble:
+            return self.result(case, combo, oracle.Verdict(
+                "harness-error", trouble, tracecut.CUT_WHY), out, states=0,
                 keep=True)
         return self.judge_run(case, combo, out, base, keep=True)
 
@@ -3566,6 +3576,7 @@ class Judge:
             # what the program wrote, of which OUTPUT_CAP bytes are kept
             res["output"] = {"stdout": run.stdout_size,
                              "stderr": run.stderr_size}
+        tracecut.note(res, out)
         if out is not None and (finding or self.settings.keep):
             # a power-loss or baseline finding too: the crash state that
             # decided it, laid out, is what a person wants to look at

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .. import UsageError
+from .. import UsageError, dropped_text
 
 EVENTS = ("init", "call", "crash")
 # calls that return an address on success (MAP_FAILED, -1, on failure)
@@ -32,15 +32,61 @@ class Fired:
 
 
 def read(path):
-    """The text of a trace file (missing: empty), as clean() gives it."""
+    """The text of a trace file (missing: empty), as clean() gives it,
+    less the line that says the trace was cut (read_cut)."""
+    return read_cut(path)[0]
+
+
+def read_cut(path):
+    """(the text of a trace file as read() gives it, its Cut or None)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        return b""
+        return b"", None
     except OSError as e:
         raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
-    return clean(data)
+    return split_cut(clean(data))
+
+
+@dataclass
+class Cut:
+    """The library stopped writing a run's trace at CRASHCHECK_TRACE_LIMIT
+    (faults/trace.c, trace_drop): the lines past it were counted, not
+    written, and a line of its own says how many."""
+    limit: int          # bytes the trace's lines could take
+    lines: int | None   # lines dropped (None: the count could not be read)
+    bytes: int | None   # their bytes
+
+    def text(self):
+        """'1203 lines (240.1 KiB) past its limit of 1.0 MiB'."""
+        return dropped_text(self.limit, self.lines, self.bytes)
+
+
+# The cut line: its counts are fixed-width strings the library rewrites in
+# place as it drops lines (a rewrite cut short by a SIGKILL leaves digits)
+_CUT_START = b'{"ev":"dropped",'
+_CUT = re.compile(rb'\{"ev":"dropped","lines":"(\d+)","bytes":"(\d+)",'
+                  rb'"limit": *(\d+)\}\Z')
+
+
+def split_cut(data):
+    """(DATA less the library's cut lines, a Cut or None). A cut line
+    starts a line, as every line of the library does (a quote inside a
+    path is escaped). Without shared counters each process of a tree
+    says its own: the largest counts stand for them all."""
+    if _CUT_START not in data:
+        return data, None
+    kept, cuts = [], []
+    for line in data.split(b"\n"):
+        if not line.startswith(_CUT_START):
+            kept.append(line)
+            continue
+        m = _CUT.match(line)
+        if m:
+            cuts.append(Cut(int(m[3]), int(m[1]), int(m[2])))
+    cut = max(cuts, key=lambda c: c.lines) if cuts else Cut(0, None, None)
+    return b"\n".join(kept), cut
 
 
 def clean(data):
@@ -100,6 +146,8 @@ class Lazy:
 
     _HEAD = re.compile(rb'\{"ev":"(init|call|crash)","seq":(\d+),')
 
+    cut = None          # the trace's Cut (load), None: whole
+
     def __init__(self, data, name="<trace>"):
         self.data, self.name = data, name
         self._records = self._faulted = self._moot = None
@@ -130,8 +178,12 @@ class Lazy:
 
     @classmethod
     def load(cls, path):
-        """A trace file (missing: empty), as load() reads it."""
-        return cls(read(path), path)
+        """A trace file (missing: empty), as load() reads it; its Cut, if
+        the library cut it, in cut."""
+        data, cut = read_cut(path)
+        lazy = cls(data, path)
+        lazy.cut = cut
+        return lazy
 
     @property
     def records(self):

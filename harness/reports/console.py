@@ -5,6 +5,7 @@ the first sentence of its explanation under its FINDING line."""
 import re
 from collections import defaultdict
 
+from .. import dropped_text
 from .summary import defect_cases, outside, outside_text, status
 from .words import plural
 
@@ -42,9 +43,19 @@ def finding_lines(c, indent="", word="FINDING"):
     why = first_sentence(c.get("explanation"))
     if why:
         lines.append(f"{indent}  why: {why}")
+    if c.get("trace_cut") and not (c.get("finding") or "").startswith(
+            "crashcheck's trace limit"):
+        # judged on what it saw: the time limit ended it (engine/tracecut.py)
+        lines.append(f"{indent}  trace: {trace_cut_text(c['trace_cut'])}")
     if c.get("reproduce"):
         lines.append(f"{indent}  reproduce: {c['reproduce']}")
     return lines
+
+
+def trace_cut_text(cut):
+    """What results.json's trace_cut says, in words."""
+    return ("cut at --trace-limit, judged on what it showed before: " +
+            dropped_text(cut["limit"], cut["lines"], cut["bytes"]))
 
 
 def console_lines(cases, summary, per_defect=10):

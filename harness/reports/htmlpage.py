@@ -8,6 +8,7 @@ import re
 from collections import Counter, defaultdict
 
 from ..judging import properties
+from . import console
 from .summary import (COVERAGE_BAD, COVERAGE_OK, HTML_CELL_CAP,
                       HTML_DEFECT_CASES, HTML_DEFECT_IDS, HTML_FINDINGS_CAP,
                       HTML_TEXT_CAP, MD_SKIP_IDS, RECOVERED_HELP, check_cases,
@@ -289,7 +290,10 @@ def _case_html(case, anchor=False):
              ("faults fired", fired_text(case.get("fired"))),
              ("kept files", case.get("dir")),
              # what a long trace or a loud program left out (sweep.TRACE_HEAD)
-             ("kept in part", "; ".join(case.get("cut") or []) or None)]
+             ("kept in part", "; ".join(case.get("cut") or []) or None),
+             # what the library did not write (--trace-limit)
+             ("trace cut", console.trace_cut_text(case["trace_cut"])
+              if case.get("trace_cut") else None)]
     h.append('<dl class="facts">')
     for name, value in facts:
         if value is None or value == "":
