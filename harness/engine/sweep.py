@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, calls, coords, command_name
 from . import (backend as backend_mod, checkserver, fullfs, pool, realfs,
-               runner, timelimit, trace, tracecut)
+               runner, statedir, timelimit, trace, tracecut)
 from ..judging import (causes, explorer, models, oracle, payload, properties,
                        symbols)
 
@@ -2552,16 +2552,23 @@ class Judge:
             if hit is not None:
                 return hit
             server = self.check_server(combo)
-            scratch = self.state_dir(server)
-            try:
-                explorer.layout(state, scratch)
-                if server is None:
-                    res = self.check(combo, scratch, expect, cache=False)
-                else:
-                    res = self.served_check(combo, server, state, scratch,
-                                            expect)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+            if server is None and self.scratch_root is not None:
+                # one directory per process, changed state to state (a
+                # server's states each get a new one: a server keeps
+                # running, and must not meet a directory it has seen)
+                res = self.check(combo, statedir.in_root(
+                    self.scratch_root).lay(state), expect, cache=False)
+            else:
+                scratch = self.state_dir(server)
+                try:
+                    explorer.layout(state, scratch)
+                    if server is None:
+                        res = self.check(combo, scratch, expect, cache=False)
+                    else:
+                        res = self.served_check(combo, server, state,
+                                                scratch, expect)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
             self.checks.put(combo, key, expect, res)
         return res
 
