@@ -69,3 +69,21 @@ def tree_path(path):
 
 class UsageError(Exception):
     """A bad input from the user (plan, option, spec): one line, exit 2."""
+
+
+def size_text(n):
+    """A size in words: '512 bytes', '3.0 MiB', '1.5 GiB'."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def dropped_text(limit, lines, nbytes):
+    """What a trace cut at LIMIT bytes lost: '1203 lines (240.1 KiB) past
+    its limit of 1.0 MiB' (LINES None: the count could not be read)."""
+    if lines is None:
+        dropped = "lines"
+    else:
+        dropped = f"{lines} line{'s' * (lines != 1)} ({size_text(nbytes)})"
+    return f"{dropped} past its limit of {size_text(limit)}"

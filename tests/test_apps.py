@@ -547,6 +547,46 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     assert failed["state"].startswith("after exit")
 
 
+def test_git_check_server_answers_as_git_check_does(tmp_path):
+    """git/check --serve (git.toml's check_server) answers each state as
+    git/check run there would: the same status and output, for sound,
+    old, damaged and branchless repositories, under both expectations,
+    state after state in one server."""
+    need("git")
+    here = RECIPES / "git"
+    states = {}
+    for name in ("new", "old", "empty-object", "no-branch", "bad-index"):
+        d = tmp_path / name
+        d.mkdir()
+        subprocess.run([here / "setup"], cwd=d, check=True,
+                       capture_output=True)
+        if name != "old":
+            subprocess.run([here / "driver"], cwd=d, check=True,
+                           capture_output=True)
+        states[name] = d
+    obj = next(p for p in (states["empty-object"] / ".git" / "objects")
+               .rglob("*") if p.is_file())
+    obj.chmod(0o644)
+    obj.write_bytes(b"")
+    (states["no-branch"] / ".git" / "refs" / "heads" / "main").unlink()
+    (states["bad-index"] / ".git" / "index").write_bytes(b"garbage")
+    asks, want = [], []
+    for d in states.values():
+        for expect in ("new", "old-or-new"):
+            asks.append({"dir": str(d), "expect": expect})
+            r = subprocess.run([here / "check"], cwd=d, capture_output=True,
+                               env=dict(os.environ, CRASHCHECK_EXPECT=expect))
+            want.append({"status": r.returncode,
+                         "output": (r.stdout + r.stderr).decode()})
+    r = subprocess.run([here / "check", "--serve"], cwd=tmp_path,
+                       input="".join(json.dumps(a) + "\n" for a in asks),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(line) for line in r.stdout.splitlines()]
+    assert got == want
+    assert [g["status"] for g in got] == [0, 0, 1, 0, 1, 1, 1, 1, 1, 1]
+
+
 def test_hg_checker_judges_a_repository_as_hg_does(tmp_path):
     """The Mercurial recipe's checker runs hg's commands in one Python
     process (hg's own dispatcher): a sound repository at "old" passes

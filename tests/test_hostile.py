@@ -298,3 +298,16 @@ def test_without_confinement_it_says_so_once_and_goes_on(tmp_path, monkeypatch,
                        confine=[str(scratch)])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_mounts_parsed_again_only_when_they_change(monkeypatch):
+    """confine.mounts() is asked before every run: it keeps its parse of
+    /proc/self/mountinfo while the text is the same, and a caller's
+    changes to the list it got do not reach the next caller."""
+    first = confine.mounts()
+    assert first and all(len(m) == 3 for m in first)
+    first.append(("/nowhere", "none", False))
+    assert confine.mounts() == first[:-1]
+    monkeypatch.setattr(confine, "_MOUNTS",
+                        ["other text", [("/stale", "ext4", False)]])
+    assert confine.mounts() == first[:-1]

@@ -159,19 +159,28 @@ def _unescape(field):
     return "".join(out)
 
 
+_MOUNTS = [None, []]        # the last mountinfo read, and mounts() of it
+
+
 def mounts():
     """[(mount point, filesystem type, read-only)] of this process, in
-    mount order."""
-    found = []
+    mount order. Read on every call (a mount may come or go between two
+    runs), parsed again only when it changed: a sweep asks before each of
+    thousands of runs."""
     with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            left, _, right = line.partition(" - ")
-            fields = left.split(" ")
-            if len(fields) < 6 or not right:
-                continue
-            found.append((_unescape(fields[4]), right.split(" ", 1)[0],
-                          "ro" in fields[5].split(",")))
-    return found
+        text = fh.read()
+    if text == _MOUNTS[0]:
+        return list(_MOUNTS[1])
+    found = []
+    for line in text.split("\n"):
+        left, _, right = line.partition(" - ")
+        fields = left.split(" ")
+        if len(fields) < 6 or not right:
+            continue
+        found.append((_unescape(fields[4]), right.split(" ", 1)[0],
+                      "ro" in fields[5].split(",")))
+    _MOUNTS[:] = [text, found]
+    return list(found)
 
 
 def _under(path, top):

@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from .. import coords
-from . import checkserver, realfs, runner, timelimit, trace, tracecut
+from . import (checkserver, realfs, runner, statedir, timelimit, trace,
+               tracecut)
 from ..judging import causes, explorer, oracle, payload, properties, symbols
 from .cases import (BIN, INPUT, NEW, SPEC_DIR, TARGET, WORK, combos, contents,
                     target_name)
@@ -277,16 +278,23 @@ class Judge:
             if hit is not None:
                 return hit
             server = self.check_server(combo)
-            scratch = self.state_dir(server)
-            try:
-                explorer.layout(state, scratch)
-                if server is None:
-                    res = self.check(combo, scratch, expect, cache=False)
-                else:
-                    res = self.served_check(combo, server, state, scratch,
-                                            expect)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+            if server is None and self.scratch_root is not None:
+                # one directory per process, changed state to state (a
+                # server's states each get a new one: a server keeps
+                # running, and must not meet a directory it has seen)
+                res = self.check(combo, statedir.in_root(
+                    self.scratch_root).lay(state), expect, cache=False)
+            else:
+                scratch = self.state_dir(server)
+                try:
+                    explorer.layout(state, scratch)
+                    if server is None:
+                        res = self.check(combo, scratch, expect, cache=False)
+                    else:
+                        res = self.served_check(combo, server, state,
+                                                scratch, expect)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
             self.checks.put(combo, key, expect, res)
         return res
 

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .. import UsageError
+from .. import UsageError, dropped_text
 
 EVENTS = ("init", "call", "crash")
 # calls that return an address on success (MAP_FAILED, -1, on failure)
@@ -60,19 +60,7 @@ class Cut:
 
     def text(self):
         """'1203 lines (240.1 KiB) past its limit of 1.0 MiB'."""
-        if self.lines is None:
-            dropped = "lines"
-        else:
-            dropped = f"{self.lines} line{'s' * (self.lines != 1)} " \
-                      f"({_size(self.bytes)})"
-        return f"{dropped} past its limit of {_size(self.limit)}"
-
-
-def _size(n):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} bytes"
+        return dropped_text(self.limit, self.lines, self.bytes)
 
 
 # The cut line: its counts are fixed-width strings the library rewrites in

@@ -5,6 +5,7 @@ the first sentence of its explanation under its FINDING line."""
 import re
 from collections import defaultdict
 
+from .. import dropped_text
 from .summary import defect_cases, outside, outside_text, status
 from .words import plural
 
@@ -53,9 +54,8 @@ def finding_lines(c, indent="", word="FINDING"):
 
 def trace_cut_text(cut):
     """What results.json's trace_cut says, in words."""
-    from ..engine import trace
     return ("cut at --trace-limit, judged on what it showed before: " +
-            trace.Cut(cut["limit"], cut["lines"], cut["bytes"]).text())
+            dropped_text(cut["limit"], cut["lines"], cut["bytes"]))
 
 
 def console_lines(cases, summary, per_defect=10):
