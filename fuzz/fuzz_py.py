@@ -63,7 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.judging import causes, explorer, oracle
-from harness.engine import spec as specmod, sweep, trace as tracemod  # noqa: E402
+from harness.engine import (records as recordsmod,  # noqa: E402
+                            spec as specmod, trace as tracemod)
 
 CORPUS = ROOT / "fuzz" / "corpus"
 MAX_LEN = 64 * 1024
@@ -155,12 +156,12 @@ class TraceTarget(Target):
         # accepted: none of it may fail on an accepted record.
         calls = tracemod.calls(records)
         plan = next((r.get("plan") for r in records if r["ev"] == "init"), "")
-        rules = sweep.plan_rules(plan if isinstance(plan, str) else "")
+        rules = recordsmod.plan_rules(plan if isinstance(plan, str) else "")
         tracemod.fired(records, rules)
         for r in records:
             if r["ev"] in ("call", "crash"):
                 tracemod.format_call(r, base="/w", show_pid=True, root="/")
-        sweep.targeted_calls(records, Path("/w"))
+        recordsmod.targeted_calls(records, Path("/w"))
         for r in calls:
             if r.get("fault"):
                 causes.on_data_path(r, records)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import spec as specmod, sweep
+from harness.engine import cases as casesmod, spec as specmod
 from harness.judging import oracle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,13 +293,13 @@ def test_tree_spec_fields(minikv, tmp_path):
     assert spec.argv(bin="B", target=None, new="N", strategy="safe") == \
         [str(tmp_path / "kv-driver"), "safe"]
     assert spec.setup_argv("B", "safe") == [str(minikv), "set", "k", "old"]
-    ids = [c.prefix for c in sweep.combos([spec])]
+    ids = [c.prefix for c in casesmod.combos([spec])]
     assert ids == ["kv-safe", "kv-no-fsync"]
     (tmp_path / "start").mkdir()
     spec = specmod.load(write_tree_spec(minikv, tmp_path, old_dir='"start"',
                                         sizes="[1, 2]"))
     assert spec.old_dir == tmp_path / "start"
-    assert [c.prefix for c in sweep.combos([spec])][:2] == \
+    assert [c.prefix for c in casesmod.combos([spec])][:2] == \
         ["kv-safe-1B", "kv-safe-2B"]
 
 

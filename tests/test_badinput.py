@@ -124,8 +124,8 @@ def test_a_case_stopped_by_the_scratch_limit_is_exit_2_and_reruns_there(tmp_path
 def test_no_room_says_what_is_left_as_too_little(tmp_path):
     """ENOSPC with space left (a write larger than what is left) is
     not called a full scratch with 40 MiB left."""
-    from harness.engine import sweep
-    text = sweep._full_text(str(tmp_path), OSError(28, os.strerror(28)))
+    from harness.engine import execute
+    text = execute.full_text(str(tmp_path), OSError(28, os.strerror(28)))
     assert "is full" not in text
     assert "left there, too little for this run's files" in text
 

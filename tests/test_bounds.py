@@ -2,7 +2,7 @@
 failed write, printing a line to stdout at every turn until its time
 limit, writes megabytes there and makes hundreds of thousands of calls
 for the trace. Its case directory keeps the ends of its trace
-(sweep.TRACE_HEAD, TRACE_TAIL) and OUTPUT_CAP bytes of each output, says
+(results.TRACE_HEAD, TRACE_TAIL) and OUTPUT_CAP bytes of each output, says
 what it left out, and the whole output directory stays small (it was
 178 MB before the bound, for one such case).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import runner, sweep, trace
+from harness.engine import results, runner, trace
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -48,16 +48,16 @@ def test_a_spinning_loud_case_leaves_a_small_directory(tmp_path):
     assert f"stdout: the first {runner.OUTPUT_CAP} of " \
         f"{case['output']['stdout']} bytes" in cut
     calls = next(c for c in cut if c.startswith("trace.txt: "))
-    assert calls.startswith(f"trace.txt: the first {sweep.TRACE_HEAD} and "
-                            f"the last {sweep.TRACE_TAIL} of ")
-    assert int(calls.split(" of ")[1].split()[0]) > 2 * (sweep.TRACE_HEAD
-                                                         + sweep.TRACE_TAIL)
+    assert calls.startswith(f"trace.txt: the first {results.TRACE_HEAD} and "
+                            f"the last {results.TRACE_TAIL} of ")
+    assert int(calls.split(" of ")[1].split()[0]) > 2 * (results.TRACE_HEAD
+                                                         + results.TRACE_TAIL)
     d = out / "cases" / Path(case["dir"]).name
     lines = (d / "trace.jsonl").read_bytes().splitlines()
     # (the file may end in zeros past its last line: trace.clean)
-    assert sweep.TRACE_HEAD + sweep.TRACE_TAIL - 1 <= len(lines) \
-        <= sweep.TRACE_HEAD + sweep.TRACE_TAIL + 1
-    gap = json.loads(lines[sweep.TRACE_HEAD])
+    assert results.TRACE_HEAD + results.TRACE_TAIL - 1 <= len(lines) \
+        <= results.TRACE_HEAD + results.TRACE_TAIL + 1
+    gap = json.loads(lines[results.TRACE_HEAD])
     assert gap["ev"] == "cut" and gap["left_out"] > 0
     # every other line is the library's, whole
     assert all(json.loads(li)["ev"] for li in lines)

@@ -122,7 +122,7 @@ def test_ignore_examples_match_the_case_ids_of_their_call():
     import fnmatch
     sys.path.insert(0, str(ROOT))
     from harness import coords
-    from harness.engine import sweep
+    from harness.engine import cases as casesmod
     seen = 0
     for path in DOCS:
         for info, body, line in blocks(path):
@@ -136,7 +136,7 @@ def test_ignore_examples_match_the_case_ids_of_their_call():
                 rec = {"ev": "call", "seq": 1, "call": call, "n": 1,
                        "path": "/w/t.tmp"}
                 c = coords.Coords([rec], "/w")[rec]
-                ids = [f"mytool-{plan}" for _, plan in sweep.fault_plans(
+                ids = [f"mytool-{plan}" for _, plan in casesmod.fault_plans(
                     c, {"eintr", "short", "enospc", "eio", "crash"})]
                 assert any(fnmatch.fnmatchcase(i, entry["case"])
                            for i in ids), (path.name, line, entry["case"], ids)

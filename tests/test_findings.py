@@ -396,16 +396,17 @@ def test_a_hang_says_what_the_program_was_doing(backoff, files, mode, state,
 def test_the_time_limit_follows_the_program(tmp_path):
     # a case's limit is ten times its baseline's run, never below the
     # spec's timeout (the floor)
-    from harness.engine import spec as spec_mod, sweep, timelimit
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as spec_mod, timelimit)
     path = tmp_path / "slow.toml"
     path.write_text('name = "slow"\ndescription = "d"\ncontract = "atomic"\n'
                     'command = ["true", "{target}"]\nsizes = [1]\n'
                     'timeout = 1.5\n')
     spec = spec_mod.load(path)
-    combo, = sweep.combos([spec])
+    combo, = casesmod.combos([spec])
     work = tmp_path / "out" / ".work"
     (work / combo.prefix).mkdir(parents=True)
-    judge = sweep.Judge([spec], sweep.Settings(out=tmp_path / "out"))
+    judge = judgemod.Judge([spec], casesmod.Settings(out=tmp_path / "out"))
     for took, limit in ((0.01, 1.5), (2.0, 2.0 * timelimit.MULTIPLE)):
         (work / combo.prefix / "run.json").write_text(json.dumps(
             {"duration": took}))

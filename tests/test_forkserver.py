@@ -26,10 +26,11 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import runner, sweep, trace
+from harness.engine import (cases as casesmod, execute, judge as judgemod,
+                            runner, sweep, trace)
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
-           sweep.TARGET, f"../{sweep.INPUT}/{sweep.NEW}"]
+           casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
 
 
 @pytest.fixture
@@ -52,9 +53,9 @@ def fd_count(pid):
 
 def settings(scratch):
     s = os.fspath(scratch)
-    return dict(cwd=os.path.join(s, sweep.WORK),
+    return dict(cwd=os.path.join(s, casesmod.WORK),
                 trace=os.path.join(s, "trace.jsonl"),
-                watch=os.path.join(s, sweep.WORK),
+                watch=os.path.join(s, casesmod.WORK),
                 snapdir=os.path.join(s, "snaps"),
                 shared=os.path.join(s, "shared"))
 
@@ -101,7 +102,7 @@ def trace_without_pids(path):
 
 def outcome(scratch, run):
     """What a test compares of a run: all it told and all it left."""
-    work = scratch / sweep.WORK
+    work = scratch / casesmod.WORK
     return dict(status=run.status, signal=run.signal,
                 timed_out=run.timed_out, stdout=run.stdout,
                 stderr=run.stderr,
@@ -116,7 +117,7 @@ def plans(backend):
     open is an openat, and the loader's opens count before it."""
     opens = "open#1" if backend == "preload" else "openat(target.tmp)#1"
     return [""] + [p for call in (opens, "write#1", "fsync#1", "rename#1")
-                   for _, p in sweep.fault_plans(
+                   for _, p in casesmod.fault_plans(
                        call, calls.table()[call.split("(")[0].split("#")[0]].faults)] \
         + [""]
 
@@ -137,10 +138,10 @@ def test_a_served_run_is_the_exec_run(tmp_path, home, backend):
             got = {}
             for how in ("exec", "served"):
                 if scratch.exists():
-                    sweep.clear_dir(scratch)
+                    execute.clear_dir(scratch)
                 else:
                     scratch.mkdir()
-                sweep.prepare(scratch, old, new)
+                execute.prepare(scratch, old, new)
                 kw = settings(scratch)
                 if how == "exec":
                     run = runner.run(REPLACE, plan=plan, timeout=10,
@@ -185,7 +186,7 @@ def test_environment_and_descriptors_are_an_execs(tmp_path, home, backend):
               "print([l for l in open('/proc/self/status')"
               " if l.startswith(('SigIgn', 'SigBlk'))])\n"
               "print(os.getcwd(), os.environ.get('TMPDIR'))")
-    (tmp_path / "s" / sweep.WORK).mkdir(parents=True)
+    (tmp_path / "s" / casesmod.WORK).mkdir(parents=True)
     (tmp_path / "s" / "snaps").mkdir()
     kw = settings(tmp_path / "s")
     exec_run = runner.run(argv, plan="fsync#9=EIO", timeout=30,
@@ -338,7 +339,7 @@ def test_a_supervised_run_past_its_limit_ends_as_an_execd_one(tmp_path, home):
         for how in ("exec", "served"):
             scratch = tmp_path / how
             scratch.mkdir()
-            sweep.prepare(scratch, b"old" * 3000, b"new" * 5000)
+            execute.prepare(scratch, b"old" * 3000, b"new" * 5000)
             kw = settings(scratch)
             note = scratch / "note"
             if how == "exec":
@@ -434,7 +435,7 @@ COMPARED = ("verdict", "passed", "finding", "explanation", "state", "model",
 def sweep_results(out, *extra):
     proc = subprocess.run(
         [str(ROOT / "scripts" / "crashcheck"), "run", "--out", str(out),
-         *extra, *(str(sweep.SPEC_DIR / f"{w}.toml") for w in
+         *extra, *(str(casesmod.SPEC_DIR / f"{w}.toml") for w in
                    ("fsync-unchecked", "no-dir-fsync", "short-write-ignored"))],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -462,11 +463,11 @@ def test_forked_and_execd_sweeps_agree(tmp_path, backend):
 
 def judge_for(tmp_path, fork_server):
     from harness.engine import spec as specmod
-    specs = [specmod.load(sweep.SPEC_DIR / "replace.toml")]
-    settings = sweep.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
-                              fork_server=fork_server)
+    specs = [specmod.load(casesmod.SPEC_DIR / "replace.toml")]
+    settings = casesmod.Settings(out=tmp_path / f"out-{fork_server}", jobs=1,
+                                 fork_server=fork_server)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     return judge, cases
 
@@ -482,10 +483,10 @@ def test_a_server_lost_mid_sweep_is_replaced_by_exec(tmp_path):
         first = judge.execute(mine[0])
         server = judge._server
         key = judge._server_key
-        assert server is not None and key == ("preload", *sweep.argv_of(judge.combos[combo]))
+        assert server is not None and key == ("preload", *execute.argv_of(judge.combos[combo]))
         # started where its runs work, as an exec'd run starts
         assert os.readlink(f"/proc/{server.pid}/cwd") == \
-            str(judge._scratch / sweep.WORK)
+            str(judge._scratch / casesmod.WORK)
         os.kill(server.pid, signal.SIGKILL)
         rest = [judge.execute(c) for c in mine[1:]]
         assert key in judge._unservable and judge._server is None
@@ -511,10 +512,10 @@ def test_a_supervisor_server_that_ended_after_a_run_is_started_again(tmp_path):
         '(sleep 30 &)", "{target}", "{new}"]\n'
         'contract = "in-place"\nsizes = [10]\n')
     specs = [specmod.load(spec_path)]
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1,
-                              backend="syscall")
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
+                                 backend="syscall")
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     try:
         mine = [c for c in cases if c.plan and c.backend == "syscall"][:2]
@@ -606,7 +607,7 @@ def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
     assert served == execd
     cases = len(served)
     # scripts/crashcheck (a shell script), the baseline and its second
-    # recording (sweep.record_again), then a server per pool process, or
+    # recording (baseline.record_again), then a server per pool process, or
     # an exec per case
     assert len(loads.read_text().splitlines()) >= cases > 3 + os.cpu_count()
     if thread:
@@ -629,7 +630,7 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
         for c in firsts:
             results.append(judge.execute(c))
             servers.add(judge._server.pid)
-            works.add(os.stat(judge._scratch / sweep.WORK).st_ino)
+            works.add(os.stat(judge._scratch / casesmod.WORK).st_ino)
         assert len(servers) == 1 and len(works) == 1
         ref, _ = judge_for(tmp_path / "ref", False)
         try:
@@ -648,13 +649,13 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
 def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     scratch = tmp_path / "s"
     scratch.mkdir()
-    sweep.prepare(scratch, b"old", b"new")
-    shutil.rmtree(scratch / sweep.WORK)
-    (scratch / sweep.WORK).write_bytes(b"not a directory")
-    sweep._empty_scratch(scratch)
+    execute.prepare(scratch, b"old", b"new")
+    shutil.rmtree(scratch / casesmod.WORK)
+    (scratch / casesmod.WORK).write_bytes(b"not a directory")
+    execute.empty_scratch(scratch)
     assert list(scratch.iterdir()) == []
-    sweep.prepare(scratch, b"old", b"new")
-    assert (scratch / sweep.WORK / sweep.TARGET).read_bytes() == b"old"
+    execute.prepare(scratch, b"old", b"new")
+    assert (scratch / casesmod.WORK / casesmod.TARGET).read_bytes() == b"old"
 
 
 def hanging_sweep(tmp_path, script, *extra):

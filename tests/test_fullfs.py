@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine import fullfs, spec as specmod, sweep
+from harness.engine import (baseline as baselinemod, cases as casesmod,
+                            execute, fullfs, spec as specmod)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = fullfs.PAGE
@@ -140,19 +141,19 @@ def test_sweep_skips_a_full_disk_case_it_cannot_mount(tmp_path, monkeypatch):
         raise fullfs.Unavailable("a full disk needs a tmpfs mount, which needs root")
     monkeypatch.setattr(fullfs, "mount", refuse)
     s = specmod.load(ROOT / "workloads" / "specs" / "mmap-ftruncate.toml")
-    combo = sweep.Combo(s, "mmap", s.sizes[0])
+    combo = casesmod.Combo(s, "mmap", s.sizes[0])
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    base = sweep.execute_run(combo, "", scratch, 10)
+    base = execute.execute_run(combo, "", scratch, 10)
     assert base.run.status == 0, base.run.stderr_text()
-    cases = sweep.cases_of(combo, base, sweep.Settings(out=tmp_path / "out"))
+    cases = baselinemod.cases_of(combo, base, casesmod.Settings(out=tmp_path / "out"))
     full = [c for c in cases if c.disk == "full"]
     assert [(c.id, c.kind, c.plan) for c in full] == [
         (f"{combo.prefix}-disk=full", "enospc", "")]
     assert all(c.disk == "normal" for c in cases if c not in full)
     other = tmp_path / "other"
     other.mkdir()
-    out = sweep.execute_run(combo, "", other, 10, full_disk=True)
+    out = execute.execute_run(combo, "", other, 10, full_disk=True)
     assert out.run.skipped
     assert 'disk = "full" unavailable: a full disk needs a tmpfs mount' in out.run.stderr_text()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import sweep
+from harness.engine import baseline, cases as casesmod, sampling
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -55,32 +55,32 @@ def by_form(doc):
 # ------------------------------------------------------------- select()
 
 def settings(**kw):
-    return sweep.Settings(out=Path("/nonexistent"), **kw)
+    return casesmod.Settings(out=Path("/nonexistent"), **kw)
 
 
 def test_select_keeps_first_last_and_a_seeded_sample():
     found = [(("a",), i) for i in range(100)] + [(("b",), 100 + i)
                                                   for i in range(4)]
     stats = {}
-    kept = sweep.select(found, settings(), stats)
+    kept = sampling.select(found, settings(), stats)
     a = [i for i in kept if i < 100]
-    assert a[0] == 0 and a[-1] == 99 and len(a) == 2 + sweep.SAMPLE
+    assert a[0] == 0 and a[-1] == 99 and len(a) == 2 + sampling.SAMPLE
     assert [i for i in kept if i >= 100] == [100, 101, 102, 103]
     assert kept == sorted(kept)
     assert stats == {"groups": 2, "cases": 104, "kept": len(kept)}
     # the same seed, the same sample; another seed, another (100 choose 3)
-    assert sweep.select(found, settings()) == kept
-    assert sweep.select(found, settings(seed=1)) != kept
-    assert len(sweep.select(found, settings(sample=10))) == 12 + 4
-    assert sweep.select(found, settings(exhaustive=True)) == list(range(104))
+    assert sampling.select(found, settings()) == kept
+    assert sampling.select(found, settings(seed=1)) != kept
+    assert len(sampling.select(found, settings(sample=10))) == 12 + 4
+    assert sampling.select(found, settings(exhaustive=True)) == list(range(104))
     # no sample: the ends of every group larger than two
-    assert sweep.select(found, settings(sample=0)) == [0, 99, 100, 103]
+    assert sampling.select(found, settings(sample=0)) == [0, 99, 100, 103]
 
 
 # ------------------------------------------------------------- a real program
 
 def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
-    doc, r = audit_dd(tmp_path, 300, "--sample", sweep.SAMPLE)
+    doc, r = audit_dd(tmp_path, 300, "--sample", sampling.SAMPLE)
     forms = by_form(doc)
     assert set(forms) == {"=EINTR", "++=ENOSPC", "=EIO", "++=EIO", "=crash",
                           "=crash-after"}
@@ -88,9 +88,9 @@ def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
         # dd's 300 writes of one byte to its target are one group per
         # fault: each keeps its first and last
         assert ns[0] == 1 and ns[-1] == 300, (form, ns)
-        assert len(ns) == 2 + sweep.SAMPLE, (form, ns)
+        assert len(ns) == 2 + sampling.SAMPLE, (form, ns)
     g = doc["summary"]["run"]["grouping"]
-    assert g["exhaustive"] is False and g["sample"] == sweep.SAMPLE
+    assert g["exhaustive"] is False and g["sample"] == sampling.SAMPLE
     assert g["seed"] == 0 and g["calls"] >= 300
     assert g["kept"] == len(doc["cases"]) < g["cases"] / 20
     assert f"SAMPLED {g['kept']} of {g['cases']} cases: as --sample asks" \
@@ -103,17 +103,17 @@ def test_dd_bs1_runs_a_handful_of_its_writes(tmp_path):
     points = [c["call"] for c in doc["cases"] if c["kind"] == "powerloss"
               and c["model"] == "posix" and c["call"].startswith("write(")]
     assert "write(target)#1" in points
-    assert "write(target)#300" in points and len(points) == 2 + sweep.SAMPLE
+    assert "write(target)#300" in points and len(points) == 2 + sampling.SAMPLE
 
 
 def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
     grouped, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss",
-                          "--sample", sweep.SAMPLE)
+                          "--sample", sampling.SAMPLE)
     every, _ = audit_dd(tmp_path, 24, "--faults", "eio,powerloss",
                         "--exhaustive", out="all")
     assert by_form(every) == {"=EIO": list(range(1, 25)),
                               "++=EIO": list(range(1, 25))}
-    assert len(by_form(grouped)["=EIO"]) == 2 + sweep.SAMPLE
+    assert len(by_form(grouped)["=EIO"]) == 2 + sampling.SAMPLE
     all_cases = {c["id"]: (c["verdict"], c["states"]) for c in every["cases"]}
     for c in grouped["cases"]:
         # a crash point kept alone has the states it has among all
@@ -123,7 +123,7 @@ def test_exhaustive_keeps_every_write_and_the_same_verdicts(tmp_path):
 
 def test_a_case_the_grouping_left_out_still_reruns(tmp_path):
     doc, _ = audit_dd(tmp_path, 40, "--faults", "eio", "--sample",
-                      sweep.SAMPLE)
+                      sampling.SAMPLE)
     kept = set(by_form(doc)["=EIO"])
     left_out = min(set(range(1, 41)) - kept)
     case = f"dd-write(target)#{left_out}=EIO"
@@ -172,8 +172,8 @@ def found(n_faults, n_points, seconds, models=2):
     """A Found of one group of N_FAULTS fault cases and one of N_POINTS
     crash points, each case estimated at SECONDS."""
     def case(i, kind):
-        return sweep.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
-    return sweep.Found(
+        return casesmod.Case(id=f"c-{kind}{i}", combo="c", kind=kind)
+    return baseline.Found(
         [case(0, "baseline")],
         [(("site", "write"), case(i, "fault")) for i in range(n_faults)],
         [(("site", "write"), [case(i, f"m{m}") for m in range(models)])
@@ -184,11 +184,11 @@ def found(n_faults, n_points, seconds, models=2):
 def test_count_kept_is_what_choose_keeps():
     f = found(40, 30, 0.01)
     for sample in (None, 0, 1, 3, 17, 38, 100):
-        assert sweep.count_kept(f, sample, 0) == \
-            len(sweep.choose(f, sample, 0)), sample
-    assert sweep.count_kept(f, None, 0) == 1 + 40 + 30 * 2
+        assert sampling.count_kept(f, sample, 0) == \
+            len(sampling.choose(f, sample, 0)), sample
+    assert sampling.count_kept(f, None, 0) == 1 + 40 + 30 * 2
     # a model's cases, then the next model's
-    kinds = [c.kind for c in sweep.choose(f, 3, 0)]
+    kinds = [c.kind for c in sampling.choose(f, 3, 0)]
     assert kinds == ["baseline"] + ["fault"] * 5 + ["m0"] * 5 + ["m1"] * 5
 
 
@@ -197,24 +197,24 @@ def test_every_case_when_the_estimate_fits_the_budget():
     # every case: 101 * 0.01 + 421 * 0.02 seconds, on 2 jobs
     whole = (101 * 0.01 + 421 * 0.02) / 2
     s = settings(jobs=2, budget=whole + 0.01)
-    sample, estimate = sweep.choose_sample(f, s)
+    sample, estimate = sampling.choose_sample(f, s)
     assert sample is None and estimate == pytest.approx(whole)
     # past it: the largest sample that fits, and it fits
     s = settings(jobs=2, budget=whole / 4)
-    sample, _ = sweep.choose_sample(f, s)
+    sample, _ = sampling.choose_sample(f, s)
     assert sample is not None
-    assert sweep.estimate_of(f, sample, 0, 2) <= whole / 4 \
-        < sweep.estimate_of(f, sample + 1, 0, 2)
+    assert sampling.estimate_of(f, sample, 0, 2) <= whole / 4 \
+        < sampling.estimate_of(f, sample + 1, 0, 2)
     # not even the ends of each group fit: those, and no fewer
-    assert sweep.choose_sample(f, settings(jobs=2, budget=0.001))[0] == 0
+    assert sampling.choose_sample(f, settings(jobs=2, budget=0.001))[0] == 0
     # asked for: --sample whatever the budget, --exhaustive every case;
     # a shard runs every case (its estimate is its machine's)
-    assert sweep.choose_sample(f, settings(budget=1e9, sample=2))[0] == 2
-    assert sweep.choose_sample(f, settings(budget=0.001,
-                                           exhaustive=True))[0] is None
-    assert sweep.choose_sample(f, settings(budget=0.001,
-                                           sharded=True))[0] is None
-    assert sweep.choose_sample(f, settings(budget=None))[0] is None
+    assert sampling.choose_sample(f, settings(budget=1e9, sample=2))[0] == 2
+    assert sampling.choose_sample(f, settings(budget=0.001,
+                                              exhaustive=True))[0] is None
+    assert sampling.choose_sample(f, settings(budget=0.001,
+                                              sharded=True))[0] is None
+    assert sampling.choose_sample(f, settings(budget=None))[0] is None
 
 
 def test_past_the_budget_every_report_says_sampled(tmp_path):

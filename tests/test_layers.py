@@ -80,3 +80,44 @@ def test_the_check_sees_an_upward_import(tmp_path):
     assert upward_imports(tmp_path) == [
         "harness/judging/probe.py:2: judging imports harness.engine",
         "harness/judging/probe.py:2: judging imports harness.engine.sweep"]
+
+
+# Inside the engine, the modules of the sweep (docs/design.md, "The
+# engine") are layers too, highest first: each imports only those after
+# it, so that no two of them need each other.
+SWEEP_MODULES = ("sweep", "judge", "baseline", "results", "sampling",
+                 "execute", "records", "cases")
+
+
+def sweep_imports_upwards(root=ROOT):
+    wrong = []
+    for i, name in enumerate(SWEEP_MODULES):
+        path = root / "harness" / "engine" / f"{name}.py"
+        for line, module in imports_of(path, root):
+            parts = module.split(".")
+            if parts[:2] != ["harness", "engine"] or len(parts) < 3:
+                continue
+            if parts[2] in SWEEP_MODULES[:i + 1] and parts[2] != name:
+                wrong.append(f"{path.relative_to(root)}:{line}: "
+                             f"{name} imports {module}")
+    return wrong
+
+
+def test_the_sweeps_modules_import_only_those_below():
+    assert sweep_imports_upwards() == []
+
+
+def test_the_check_sees_a_sweep_module_import_one_above_it(tmp_path):
+    """A function-local import of the judge in the baseline is one
+    upwards; the judge's import of the baseline is not."""
+    engine = tmp_path / "harness" / "engine"
+    engine.mkdir(parents=True)
+    for name in SWEEP_MODULES:
+        (engine / f"{name}.py").write_text("")
+    (engine / "baseline.py").write_text(
+        "def f():\n    from .judge import Judge\n    return Judge\n")
+    (engine / "judge.py").write_text("from .baseline import found_of\n")
+    assert sweep_imports_upwards(tmp_path) == [
+        "harness/engine/baseline.py:2: baseline imports harness.engine.judge",
+        "harness/engine/baseline.py:2: "
+        "baseline imports harness.engine.judge.Judge"]

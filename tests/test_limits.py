@@ -18,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness import coords  # noqa: E402
-from harness.engine import confine, runner, sweep, trace  # noqa: E402
+from harness.engine import (cases as casesmod, confine,  # noqa: E402
+                            judge as judgemod, runner, sweep, trace)
 from harness.engine import spec as specmod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
 
@@ -309,10 +310,10 @@ def test_the_snapshots_of_a_case_go_before_the_next(tmp_path):
         tmp_path / "rand.toml", "rand",
         ["/bin/sh", "-c", 'head -c 20000 /dev/urandom > "$1.tmp" && '
          'mv "$1.tmp" "$1"', "sh", "{target}"], check=["/bin/true"]))
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1,
-                              kinds=("baseline", "eintr", "short", "eio"))
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1,
+                                 kinds=("baseline", "eintr", "short", "eio"))
     cases_, _ = sweep.enumerate_cases([s], settings, log=lambda m: None)
-    judge = sweep.Judge([s], settings)
+    judge = judgemod.Judge([s], settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     try:
         counts = []
@@ -321,7 +322,7 @@ def test_the_snapshots_of_a_case_go_before_the_next(tmp_path):
                 continue
             judge.execute(c)
             if judge._scratch is not None:
-                counts.append(len(list((judge._scratch / sweep.SNAPS)
+                counts.append(len(list((judge._scratch / casesmod.SNAPS)
                                        .iterdir())))
         assert len(counts) >= 8, counts
         assert max(counts) <= 8, counts

@@ -1,6 +1,6 @@
 """Lite runs: a fault case whose program stops at its fault records its
 trace from the faulted call on (CRASHCHECK_TRACE_FROM,
-faults/trace.c; sweep.Judge.lite_from), and is judged as if it had
+faults/trace.c; judgemod.Judge.lite_from), and is judged as if it had
 recorded every call, or runs again whole."""
 
 import shutil
@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
-from harness.engine import runner, sweep  # noqa: E402
+from harness.engine import (cases as casesmod, judge as judgemod,  # noqa: E402
+                            runner, sweep)
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -229,27 +230,28 @@ def spec_file(tmp_path, name, argv, sizes, timeout=None):
 
 
 def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
-           kinds=sweep.KINDS, note=lambda out: out.trace_from):
+           kinds=casesmod.KINDS, note=lambda out: out.trace_from):
     """Every case of SPECS (of KINDS, whose id ONLY takes) judged in one
     process: ({id: (result, [NOTE(Outcome) of each run])}, judge)."""
     # every call's cases (no grouping): what lite and thin runs must
     # hold to is every case a long trace gives
-    settings = sweep.Settings(out=tmp_path / ("lite" if lite else "whole"),
-                              jobs=1, lite=lite, keep=keep,
-                              fork_server=fork_server, kinds=kinds,
-                              exhaustive=True)
+    settings = casesmod.Settings(out=tmp_path / ("lite" if lite else "whole"),
+                                 jobs=1, lite=lite, keep=keep,
+                                 fork_server=fork_server, kinds=kinds,
+                                 exhaustive=True)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
     cases = [c for c in cases if only is None or only(c.id)]
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     ran = []
-    execute_run = sweep.execute_run
+    # the judge's runs (judge.py's execute_run), counted
+    execute_run = judgemod.execute_run
 
     def counted(*args, **kw):
         out = execute_run(*args, **kw)
         ran.append(note(out))
         return out
-    sweep.execute_run = counted
+    judgemod.execute_run = counted
     try:
         results = {}
         for c in cases:
@@ -257,7 +259,7 @@ def judged(tmp_path, specs, lite, keep=False, fork_server=True, only=None,
             res = judge.execute(c)
             results[c.id] = (res, ran[before:])
     finally:
-        sweep.execute_run = execute_run
+        judgemod.execute_run = execute_run
         judge.close_server()
         sweep.remove_work(settings.work_link)
         shutil.rmtree(judge.scratch_root, ignore_errors=True)
@@ -310,7 +312,7 @@ def test_lite_runs_stand_where_the_program_stops(three):
     assert sum(i.startswith("writer-") for i in stood) > 300
     for i in stood:
         res, runs = lite[i]
-        assert res["kind"] in sweep.LITE_KINDS and len(runs) == 1
+        assert res["kind"] in judgemod.LITE_KINDS and len(runs) == 1
         assert res["verdict"] == "ok" and res["exit"]["status"] != 0 \
             and res["states"] == 0
 
@@ -329,17 +331,17 @@ def test_a_lite_run_starts_at_its_faulted_call_unless_it_persists_near_the_start
         # the call a fault fired on, or the crash record of one
         return out.trace_from, [r["seq"] for r in out.faulted()][:1]
     got, _ = judged(tmp_path, specs, True,
-                    kinds=("baseline",) + sweep.LITE_KINDS, note=note)
+                    kinds=("baseline",) + judgemod.LITE_KINDS, note=note)
     lite = [(res, runs) for res, runs in got.values()
-            if res["kind"] in sweep.LITE_KINDS]
+            if res["kind"] in judgemod.LITE_KINDS]
     stood = [runs[0] for res, runs in lite
              if len(runs) == 1 and runs[0][0] is not None]
     assert len(stood) > 300 and all([start] == seqs for start, seqs in stood)
     persist = [runs for res, runs in lite if "+=" in res["plan"]]
     near = [runs for runs in persist
-            if runs[0][1] and runs[0][1][0] <= sweep.PERSIST_WHOLE_WITHIN]
+            if runs[0][1] and runs[0][1][0] <= judgemod.PERSIST_WHOLE_WITHIN]
     far = [runs for runs in persist
-           if runs[0][1] and runs[0][1][0] > sweep.PERSIST_WHOLE_WITHIN]
+           if runs[0][1] and runs[0][1][0] > judgemod.PERSIST_WHOLE_WITHIN]
     assert len(near) > 20 and all(runs == [(None, runs[0][1])] for runs in near)
     assert len(far) > 20 and all(runs[0][0] == runs[0][1][0] for runs in far)
 
@@ -389,7 +391,7 @@ def assert_two_misses_per_kind(lite, prefix):
     def key(res):
         return res["kind"], "+=" in res["plan"]
     mine = [(key(res), runs) for i, (res, runs) in lite.items()
-            if i.startswith(prefix) and res["kind"] in sweep.LITE_KINDS]
+            if i.startswith(prefix) and res["kind"] in judgemod.LITE_KINDS]
     tried = [k for k, runs in mine if runs[0] is not None]
     assert sorted(tried) == sorted([k for k in {k for k, runs in mine}] * 2)
     assert all(runs[1:] == [None] for k, runs in mine if runs[0] is not None)

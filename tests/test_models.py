@@ -602,7 +602,8 @@ def test_checkers_of_one_directory_take_turns(tmp_path):
     lost-updates). Two checkers started together on one directory: the
     second waits for the first."""
     import threading
-    from harness.engine import spec as specmod, sweep
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as specmod)
     # the checker holds a lock of its own making for a while: a second
     # one meeting it fails
     checker = tmp_path / "checker"
@@ -612,9 +613,9 @@ def test_checkers_of_one_directory_take_turns(tmp_path):
     s = tmp_path / "c.toml"
     s.write_text('name = "c"\ndescription = "d"\ncommand = ["true", '
                  f'"{{target}}"]\ncheck = ["{checker}"]\nsizes = [1]\n')
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1)
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1)
     settings.work.mkdir(parents=True)
-    judge = sweep.Judge([specmod.load(s)], settings)
+    judge = judgemod.Judge([specmod.load(s)], settings)
     combo = next(iter(judge.combos.values()))
     work = tmp_path / "scratch" / "work"
     work.mkdir(parents=True)

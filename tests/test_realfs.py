@@ -495,10 +495,10 @@ def test_validation_catches_a_model_that_claims_too_much(tmp_path):
 BROKEN = """
 import sys
 sys.path.insert(0, {root!r})
-from harness.engine import sweep, validate
+from harness.engine import baseline, validate
 def broken(*args):
     raise ValueError("a broken baseline")
-sweep.record_baseline = broken
+baseline.record_baseline = broken
 sys.exit(validate.main(sys.argv[1:]))
 """
 

@@ -566,16 +566,17 @@ def test_moot_writes_leave_a_sweep_as_it_was(tmp_path, built, monkeypatch):
     """Every fault case of a program writing its file in 20 pieces, judged
     with the after-exit replay passing over moot writes and without: the
     same results; and the runs that claim success did pass over them."""
-    from harness.engine import spec as specmod, sweep
+    from harness.engine import (cases as casesmod, judge as judgemod,
+                                spec as specmod, sweep)
     toml = tmp_path / "pieces.toml"
     toml.write_text(
         'name = "pieces"\ndescription = "20 writes, then fsync and rename"\n'
         f'command = ["{built["bench-writer"]}", "20", "{{target}}", "{{new}}"]\n'
         'contract = "atomic"\nsizes = [9000]\nold = "payload"\n')
     specs = [specmod.load(toml)]
-    settings = sweep.Settings(out=tmp_path / "out", jobs=1)
+    settings = casesmod.Settings(out=tmp_path / "out", jobs=1)
     cases, _ = sweep.enumerate_cases(specs, settings, log=lambda m: None)
-    judge = sweep.Judge(specs, settings)
+    judge = judgemod.Judge(specs, settings)
     judge.scratch_root = runner.make_scratch("crashcheck-test-")
     passed = []
     explore_exit = explorer.explore_exit

@@ -210,9 +210,9 @@ def test_replay_lays_out_the_crash_state(tmp_path):
     assert "target:      the old content" in readme
     old_new = subprocess.run(
         ["/usr/bin/python3", "-c",
-         "import sys; from harness.judging import payload; from harness.engine import sweep, spec;"
-         "c = next(sweep.combos([spec.load(sys.argv[1])]));"
-         "o, n = sweep.contents(c); sys.stdout.buffer.write(o)", str(s)],
+         "import sys; from harness.judging import payload; from harness.engine import cases, spec;"
+         "c = next(cases.combos([spec.load(sys.argv[1])]));"
+         "o, n = cases.contents(c); sys.stdout.buffer.write(o)", str(s)],
         capture_output=True, cwd=ROOT, check=True).stdout
     assert (dest / "state" / "target").read_bytes() == old_new
 
@@ -220,16 +220,16 @@ def test_replay_lays_out_the_crash_state(tmp_path):
 def test_excerpt_is_centred_on_the_targeted_call():
     """A long trace is cut to EXCERPT_LINES records around the call the
     case targets (by its seq)."""
-    from harness.engine import sweep as sw, trace as tr
+    from harness.engine import results as resultsmod, trace as tr
     recs = [{"ev": "call", "seq": i, "call": "write", "n": i}
             for i in range(1, 1001)]
     recs.insert(700, {"ev": "crash", "seq": 700, "call": "fsync", "n": 1,
                       "when": "before"})
     for i, r in enumerate(recs):
         r["seq"] = i + 1
-    got = tr.window(recs, 701, sw.EXCERPT_LINES)
-    assert len(got) == sw.EXCERPT_LINES
-    assert got[sw.EXCERPT_LINES // 2]["call"] == "fsync"
+    got = tr.window(recs, 701, resultsmod.EXCERPT_LINES)
+    assert len(got) == resultsmod.EXCERPT_LINES
+    assert got[resultsmod.EXCERPT_LINES // 2]["call"] == "fsync"
     assert tr.window(recs, 1, 40)[0]["n"] == 1
     assert tr.window(recs, 1001, 40)[-1]["n"] == 1000
     assert tr.window(recs[:10], 5, 40) == recs[:10]
@@ -333,13 +333,13 @@ def test_lazy_trace_falls_back_to_the_whole_parse():
 def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
     """A pool process reuses one scratch for a combo's cases: the input
     stays, unless the last program moved, removed or rewrote it."""
-    from harness.engine import sweep as sw
+    from harness.engine import cases as casesmod, execute
     scratch = tmp_path / "s"
     scratch.mkdir()
     new, old = b"new content\n", b"old content, longer\n"
-    sw.prepare(scratch, old, new)
-    inp = scratch / sw.INPUT / sw.NEW
-    work = scratch / sw.WORK
+    execute.prepare(scratch, old, new)
+    inp = scratch / casesmod.INPUT / casesmod.NEW
+    work = scratch / casesmod.WORK
     spoilers = [
         lambda: inp.rename(work / "target"),                  # mv new target
         lambda: inp.unlink(),                                  # rm new
@@ -353,11 +353,11 @@ def test_reused_scratch_restores_an_input_the_program_changed(tmp_path):
                 fh.write(b"X")
         (work / "leftover.tmp").write_bytes(b"junk")
         (scratch / "trace.jsonl").write_bytes(b"{}\n")
-        sw.prepare(scratch, old, new, reuse_input=True)
+        execute.prepare(scratch, old, new, reuse_input=True)
         assert inp.read_bytes() == new
         # the target, and the run's own TMPDIR, empty
-        assert sorted(p.name for p in work.iterdir()) == [sw.TMP, "target"]
-        assert list((work / sw.TMP).iterdir()) == []
+        assert sorted(p.name for p in work.iterdir()) == [casesmod.TMP, "target"]
+        assert list((work / casesmod.TMP).iterdir()) == []
         assert (work / "target").read_bytes() == old
         assert not (scratch / "trace.jsonl").exists()
 

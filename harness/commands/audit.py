@@ -31,14 +31,14 @@ from .. import UsageError, command_name, results_root
 from ..judging import payload
 from . import run as runcmd
 from ..engine import outdir
-from ..engine import sweep
+from ..engine import cases as casesmod, execute
 from ..engine.spec import MAX_SIZE
 from ..engine.auditspec import (AUDIT_DIR, NEW_FILE, OLD_FILE, SPEC_FILE,
                                 START_DIR, shell_join)
 
 # The default new content when --new is not given: two whole blocks and a
 # byte, so a torn write shows block by block; the default old content is a
-# block longer (sweep.old_size), so a program that forgets to truncate
+# block longer (cases.old_size), so a program that forgets to truncate
 # leaves a visible tail.
 DEFAULT_SIZE = 8193
 DEFAULT_TIMEOUT = 10.0
@@ -97,7 +97,7 @@ def inputs_again(desc, directory):
         elif old_file:
             old = read_input("--old", old_file)
         else:
-            old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+            old = payload.make(casesmod.old_size(len(new)), payload.OLD, 0)
         (directory / NEW_FILE).write_bytes(new)
         if old is not None:
             (directory / OLD_FILE).write_bytes(old)
@@ -245,7 +245,7 @@ def _file_kind(mode):
 
 def target_arg(text):
     if text is None:
-        return sweep.TARGET
+        return casesmod.TARGET
     if (not text or "/" in text or text in (".", "..") or "\0" in text
             or text.startswith("-")):
         raise UsageError(f"--target: '{text}' is not a plain file name "
@@ -351,6 +351,51 @@ def cmd_audit(args):
     program = list(args.program)
     exe = resolve_program(program[0], "program")
     tree = args.old_dir is not None or args.setup is not None
+    target, check, contract = audit_contract(args, program, tree)
+    old, new = audit_contents(args, tree)
+
+    name = program_name(program[0])
+    default = results_root() / ("rerun" if args.case else f"audit-{name}")
+    out = Path(args.out) if args.out else default
+    rerun = rerun_argv(args)
+    command = audit_command(args, program, rerun)
+    # Every option is checked (pytest_args) before anything is written.
+    out = runcmd.out_path(args, default)
+    if tree and args.old_dir is not None:
+        old_dir_arg(args.old_dir, out.resolve())
+    inputs = out / AUDIT_DIR
+    argv = runcmd.pytest_args(args, [], out, command) + \
+        ["--cc-audit", str(inputs / SPEC_FILE)]
+    outdir.claim(out)
+    # .audit is ours in a directory that is ours (outdir)
+    shutil.rmtree(inputs, ignore_errors=True)
+    try:
+        inputs.mkdir()
+        desc = write_inputs(args, out, inputs, program, exe, dict(
+            name=name, contract=contract, check=check, target=target,
+            rerun=rerun), old, new)
+    except OSError as e:
+        shutil.rmtree(inputs, ignore_errors=True)
+        outdir.release(out, refused=True)
+        raise UsageError(f"--out: cannot write '{inputs}': {e.strerror}") from None
+    try:
+        if tree:
+            # once, here: every run of the audit starts from a copy of it
+            execute.build_start(
+                inputs / START_DIR, args.old_dir,
+                ["/bin/sh", "-c", args.setup] if args.setup else None,
+                min(execute.SETUP_TIMEOUT, 10 * desc["timeout"]),
+                "--old-dir", "--setup")
+        return runcmd.sweep(argv, out)
+    finally:
+        if not args.keep:
+            shutil.rmtree(inputs, ignore_errors=True)
+
+
+def audit_contract(args, program, tree):
+    """(target, check, contract) of an audit of PROGRAM (a TREE's when it
+    gives --old-dir or --setup); UsageError where its arguments cannot
+    say what it must leave, or in which file."""
     if tree:
         check_tree_args(args, program)
     target = target_arg(args.target) if not tree or args.target else None
@@ -369,18 +414,26 @@ def cmd_audit(args):
         # a default-named target that nobody passes to it is a mistake.
         raise UsageError("the program's arguments have no {target}: pass "
                          "{target}, or name the file it writes with --target")
+    return target, check, contract
+
+
+def audit_contents(args, tree):
+    """(old, new): --old and --new read, or generated payloads; old is
+    None for --absent and for a tree."""
     old = None if args.absent else (read_input("--old", args.old)
                                     if args.old is not None else None)
     new = read_input("--new", args.new) if args.new is not None else None
     if new is None:
         new = payload.make(DEFAULT_SIZE, payload.NEW, 0)
     if old is None and not args.absent and not tree:
-        old = payload.make(sweep.old_size(len(new)), payload.OLD, 0)
+        old = payload.make(casesmod.old_size(len(new)), payload.OLD, 0)
+    return old, new
 
-    name = program_name(program[0])
-    default = results_root() / ("rerun" if args.case else f"audit-{name}")
-    out = Path(args.out) if args.out else default
-    rerun = rerun_argv(args)
+
+def audit_command(args, program, rerun):
+    """The audit's command line as every report shows it at the top; a
+    long one cut to its program and the number of its arguments, the
+    whole in REPRODUCE_SCRIPT."""
     command = shell_join(rerun[:1] + ["audit"] + _shown_options(args)
                          + ["--"] + program)
     if len(command) > LONG_COMMAND:
@@ -390,63 +443,45 @@ def cmd_audit(args):
                              + ["--", program[0]]) + \
             f" ... ({len(program) - 1} arguments, {len(command)} bytes in " \
             f"all: see {REPRODUCE_SCRIPT})"
-    # Every option is checked (pytest_args) before anything is written.
-    out = runcmd.out_path(args, default)
-    if tree and args.old_dir is not None:
-        old_dir_arg(args.old_dir, out.resolve())
-    inputs = out / AUDIT_DIR
-    argv = runcmd.pytest_args(args, [], out, command) + \
-        ["--cc-audit", str(inputs / SPEC_FILE)]
-    outdir.claim(out)
-    # .audit is ours in a directory that is ours (outdir)
-    shutil.rmtree(inputs, ignore_errors=True)
-    try:
-        inputs.mkdir()
-        (inputs / NEW_FILE).write_bytes(new)
-        if old is not None:
-            (inputs / OLD_FILE).write_bytes(old)
-        desc = {
-            "name": name,
-            "description": f"audit of {shell_join(program)}"
-            if len(shell_join(program)) <= LONG_COMMAND else
-            f"audit of {shell_join(program[:1])} and {len(program) - 1} "
-            "arguments",
-            "command": [exe] + program[1:],
-            "contract": contract,
-            "check": check,
-            "size": len(new),
-            "old": "absent" if old is None else "payload",
-            "timeout": runcmd._timeout(args.timeout) or DEFAULT_TIMEOUT,
-            "target": target,
-            "rerun": rerun,
-            "program": program,
-            # where the contents came from, for `crashcheck replay` of one
-            # of its cases (None: generated, as above)
-            "old_file": None if args.old is None
-            else os.path.abspath(args.old),
-            "new_file": None if args.new is None
-            else os.path.abspath(args.new),
-            "home": bool(args.home),
-            "script": write_script(out, rerun, program),
-        }
-        with open(inputs / SPEC_FILE, "w") as fh:
-            json.dump(desc, fh, indent=1)
-    except OSError as e:
-        shutil.rmtree(inputs, ignore_errors=True)
-        outdir.release(out, refused=True)
-        raise UsageError(f"--out: cannot write '{inputs}': {e.strerror}") from None
-    try:
-        if tree:
-            # once, here: every run of the audit starts from a copy of it
-            sweep.build_start(
-                inputs / START_DIR, args.old_dir,
-                ["/bin/sh", "-c", args.setup] if args.setup else None,
-                min(sweep.SETUP_TIMEOUT, 10 * desc["timeout"]),
-                "--old-dir", "--setup")
-        return runcmd.sweep(argv, out)
-    finally:
-        if not args.keep:
-            shutil.rmtree(inputs, ignore_errors=True)
+    return command
+
+
+def write_inputs(args, out, inputs, program, exe, what, old, new):
+    """Write the audit's inputs in INPUTS (made, empty): its new and old
+    contents and its spec (SPEC_FILE: WHAT, the name, contract, check,
+    target and rerun command, with the rest from ARGS); the spec's
+    dict. OSError as writing raises it."""
+    (inputs / NEW_FILE).write_bytes(new)
+    if old is not None:
+        (inputs / OLD_FILE).write_bytes(old)
+    name = what["name"]
+    desc = {
+        "name": name,
+        "description": f"audit of {shell_join(program)}"
+        if len(shell_join(program)) <= LONG_COMMAND else
+        f"audit of {shell_join(program[:1])} and {len(program) - 1} "
+        "arguments",
+        "command": [exe] + program[1:],
+        "contract": what["contract"],
+        "check": what["check"],
+        "size": len(new),
+        "old": "absent" if old is None else "payload",
+        "timeout": runcmd._timeout(args.timeout) or DEFAULT_TIMEOUT,
+        "target": what["target"],
+        "rerun": what["rerun"],
+        "program": program,
+        # where the contents came from, for `crashcheck replay` of one
+        # of its cases (None: generated, as above)
+        "old_file": None if args.old is None
+        else os.path.abspath(args.old),
+        "new_file": None if args.new is None
+        else os.path.abspath(args.new),
+        "home": bool(args.home),
+        "script": write_script(out, what["rerun"], program),
+    }
+    with open(inputs / SPEC_FILE, "w") as fh:
+        json.dump(desc, fh, indent=1)
+    return desc
 
 
 def check_tree_args(args, program):

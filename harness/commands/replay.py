@@ -16,8 +16,9 @@ from pathlib import Path
 
 from .. import ROOT, UsageError, results_root
 from ..judging import explorer
-from ..engine import (auditspec, contain, outdir, realfs, spec as specmod,
-                      sweep)
+from ..engine import (auditspec, baseline as baselinemod, cases as casesmod,
+                      contain, execute, judge as judgemod, outdir, realfs,
+                      results as resultsmod, runner, spec as specmod, sweep)
 
 def setup_replay(p):
     p.add_argument("case_id", metavar="CASE-ID",
@@ -128,67 +129,17 @@ def cmd_replay(args):
     if args.out is not None and str(args.out) == "":
         raise UsageError("--out: empty path")
     dest = Path(args.out) if args.out else \
-        results_root() / "replay" / sweep.safe_name(case_id)
+        results_root() / "replay" / resultsmod.safe_name(case_id)
     # new, empty or crashcheck's, and one replay at a time (outdir)
     dest = outdir.claim(dest)
 
-    work = sweep.runner.make_scratch("crashcheck-replay-")
+    work = runner.make_scratch("crashcheck-replay-")
     try:
         if run.get("audit"):
-            # an audit's spec, made again from its description: the
-            # contents read again from its --old and --new files
-            from . import audit
-            spec = auditspec.load(audit.inputs_again(run["audit"],
-                                                     work / "audit"))
-            if spec.name != recorded["workload"]:
-                raise UsageError(f"{path} describes an audit of "
-                                 f"'{spec.name}', not of "
-                                 f"'{recorded['workload']}'")
-        # a case of the real kernel's runs on it again; so does any case
-        # of a sweep on a real filesystem (its runs were all there)
-        fs = realfs.fs_of(model) or run.get("fs")
-        if fs is not None:
-            try:
-                realfs.check(fs)
-                contain.session()
-                realfs.private_namespace()
-            except realfs.Unavailable as e:
-                raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
-                    from None
-        settings = sweep.Settings(
-            out=work, fs=fs,
-            models=(model,) if model and not realfs.fs_of(model) else tuple(
-                m for m in run.get("models") or sweep.DEFAULT_MODELS
-                if m in sweep.MODELS) or sweep.DEFAULT_MODELS,
-            seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
-            jobs=1, home=bool((run.get("audit") or {}).get("home")),
-            exhaustive=True, sector=_sector(run))
-        settings.scratch_limit = sweep.default_limit(1)
-        settings.work.mkdir(parents=True)
-        combo = next((c for c in sweep.combos([spec])
-                      if case_id.startswith(c.prefix + "-")), None)
-        if combo is None:
-            raise UsageError(f"case '{case_id}' matches no strategy and size "
-                             f"of {spec.path}")
-        scratch = settings.work / combo.prefix
-        scratch.mkdir()
-        sweep.start_tree(combo, settings.work)
-        # under the backend the case ran under (its baseline's)
-        how = recorded.get("backend") or "preload"
-        base = sweep.execute_run(combo, "", scratch,
-                                 sweep.timeout_of(combo, settings),
-                                 settings=settings, backend=how)
-        sweep.save_run(base, how)
-        # recorded again as the sweep did: the names of files whose names
-        # change from run to run come from that (sweep.record_again)
-        again = sweep.record_again(combo, base, settings, how)
-        case = next((c for c in sweep.cases_of(combo, base, settings, how,
-                                               again=again)
-                     if c.id == case_id), None)
-        if case is None:
-            raise UsageError(f"case '{case_id}' no longer exists: the program's "
-                             "calls changed since the recorded run")
-        judge = sweep.Judge([spec], settings)
+            spec = audit_spec_again(run, recorded, path, work)
+        settings = replay_settings(work, case_id, model, run, summary)
+        combo, case = case_again(case_id, spec, settings, recorded)
+        judge = judgemod.Judge([spec], settings)
         judge.hold = True
         res = judge.execute(case)
         try:
@@ -206,6 +157,76 @@ def cmd_replay(args):
         print(f"crashcheck: {res['finding']}")
     print(f"crashcheck: state laid out in {state_dir} (see {dest / 'README.txt'})")
     return 0 if same else 1
+
+
+def audit_spec_again(run, recorded, path, work):
+    """An audit's spec, made again from its description (RUN's "audit")
+    in WORK: the contents read again from its --old and --new files."""
+    from . import audit
+    spec = auditspec.load(audit.inputs_again(run["audit"],
+                                             work / "audit"))
+    if spec.name != recorded["workload"]:
+        raise UsageError(f"{path} describes an audit of "
+                         f"'{spec.name}', not of "
+                         f"'{recorded['workload']}'")
+    return spec
+
+
+def replay_settings(work, case_id, model, run, summary):
+    """The Settings the case ran under (RUN and SUMMARY of its
+    results.json), its work directory made in WORK. A case of the real
+    kernel's runs on it again; so does any case of a sweep on a real
+    filesystem (its runs were all there): UsageError where that cannot
+    be here."""
+    fs = realfs.fs_of(model) or run.get("fs")
+    if fs is not None:
+        try:
+            realfs.check(fs)
+            contain.session()
+            realfs.private_namespace()
+        except realfs.Unavailable as e:
+            raise UsageError(f"{case_id} ran on a real {fs}: {e.reason}") \
+                from None
+    settings = casesmod.Settings(
+        out=work, fs=fs,
+        models=(model,) if model and not realfs.fs_of(model) else tuple(
+            m for m in run.get("models") or casesmod.DEFAULT_MODELS
+            if m in casesmod.MODELS) or casesmod.DEFAULT_MODELS,
+        seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
+        jobs=1, home=bool((run.get("audit") or {}).get("home")),
+        exhaustive=True, sector=_sector(run))
+    settings.scratch_limit = sweep.default_limit(1)
+    settings.work.mkdir(parents=True)
+    return settings
+
+
+def case_again(case_id, spec, settings, recorded):
+    """(combo, case) of CASE_ID, enumerated again as the sweep did: the
+    combo's baseline recorded (under the backend the case ran under),
+    and again (the names of files whose names change from run to run
+    come from that: baseline.record_again); UsageError where the spec
+    or the program's calls no longer give it."""
+    combo = next((c for c in casesmod.combos([spec])
+                  if case_id.startswith(c.prefix + "-")), None)
+    if combo is None:
+        raise UsageError(f"case '{case_id}' matches no strategy and size "
+                         f"of {spec.path}")
+    scratch = settings.work / combo.prefix
+    scratch.mkdir()
+    execute.start_tree(combo, settings.work)
+    how = recorded.get("backend") or "preload"
+    base = execute.execute_run(combo, "", scratch,
+                               baselinemod.timeout_of(combo, settings),
+                               settings=settings, backend=how)
+    baselinemod.save_run(base, how)
+    again = baselinemod.record_again(combo, base, settings, how)
+    case = next((c for c in baselinemod.cases_of(combo, base, settings, how,
+                                                 again=again)
+                 if c.id == case_id), None)
+    if case is None:
+        raise UsageError(f"case '{case_id}' no longer exists: the program's "
+                         "calls changed since the recorded run")
+    return combo, case
 
 
 def _sector(run):
@@ -229,8 +250,8 @@ def lay_out(judge, res, dest, combo):
     elif os.path.lexists(state_dir):
         raise UsageError(f"--out: '{state_dir}' exists and is not a replay's "
                          "state: give a new or empty directory")
-    old, new = sweep.contents(combo)
-    target = sweep.target_name(combo.spec)
+    old, new = casesmod.contents(combo)
+    target = casesmod.target_name(combo.spec)
     st = next((s for s in judge.last_states if s.label == res.get("state")), None)
     if st is not None:
         explorer.layout(st, state_dir)
@@ -240,6 +261,6 @@ def lay_out(judge, res, dest, combo):
         p = state_dir / target if target is not None else None
         got = p.read_bytes() if p is not None and p.is_file() else None
     (dest / "README.txt").write_text(
-        sweep.state_readme(res, st, got, old, new, tree=target is None),
+        resultsmod.state_readme(res, st, got, old, new, tree=target is None),
         errors="surrogateescape")
     return state_dir

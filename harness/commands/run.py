@@ -17,7 +17,8 @@ from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
 from ..engine import realfs, spec as specmod
-from ..engine.sweep import BUDGET, KINDS, parse_shard, parse_size
+from ..engine.cases import BUDGET, KINDS, parse_shard
+from ..engine.sweep import parse_size
 from ..judging import models
 from ..engine import outdir
 from ..reports import regress
@@ -525,7 +526,7 @@ def check_selection(args, specs):
     the specs' combos (workload, strategy, size), and -k must parse. A
     well-formed id naming a call the program does not make is found
     after the enumeration (harness/engine/plugin.py)."""
-    from ..engine.sweep import combos
+    from ..engine.cases import combos
     prefixes = {c.prefix + "-" for c in combos(specs)}
     for case in getattr(args, "case", None) or []:
         if not any(case.startswith(p) for p in prefixes):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import UsageError
 from .spec import Spec
-from .sweep import TARGET
+from .cases import TARGET
 
 AUDIT_DIR = ".audit"
 SPEC_FILE = "audit.json"

@@ -28,10 +28,10 @@ loader ignores LD_PRELOAD there), a program linking liburing (what it
 submits through the ring is no call; the supervisor at least sees the
 ring set up, and says so). The sweep also switches a combo to the syscall
 backend when its preload baseline shows file changes the preload did not
-see (sweep.missed: zip's temporary file, made by mkstemp inside the C
+see (baseline.missed: zip's temporary file, made by mkstemp inside the C
 library), or when the program imports syscall(2) and the supervisor's
 baseline shows syncs or name changes the preload's does not
-(sweep.blind_to), and says why (run.json's backend_why, the console, the
+(baseline.blind_to), and says why (run.json's backend_why, the console, the
 report).
 """
 
@@ -116,7 +116,7 @@ def choose(argv0, cwd=None, env=None):
 def may_bypass(argv0, cwd=None, env=None):
     """Whether the program ARGV0 names may make calls the preload never
     sees: it imports syscall(2) (raw system calls, writes and syncs
-    included) or links liburing (sweep.record_baseline then records it
+    included) or links liburing (baseline.record_baseline then records it
     under the supervisor too, and compares)."""
     path = sanitizers.program_path(argv0, cwd, env)
     if not path:

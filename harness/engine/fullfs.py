@@ -5,7 +5,7 @@ Most faults are injected (faults/libcrashcheck.so), but one failure cannot
 be: a store into a shared mapping that needs a block on a full filesystem
 gets no error return, the kernel sends SIGBUS. Only a filesystem that is
 really full shows it. A spec with `disk = "full"` (harness/engine/spec.py)
-has one more case per combo (sweep.FULL_DISK), whose run is done here:
+has one more case per combo (records.FULL_DISK), whose run is done here:
 the work directory (where the target and the program's temp files live)
 is a tmpfs sized by `capacity` to hold the old target plus one page less
 than the new payload needs, so the replacement almost fits and does not.

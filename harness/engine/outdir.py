@@ -274,7 +274,7 @@ def is_case_dir(path):
         return False
 
 
-# what crashcheck writes in a case's directory (sweep.save_case_dir)
+# what crashcheck writes in a case's directory (results.save_case_dir)
 CASE_ENTRIES = (CASE_FILE, "trace.txt", "trace.jsonl", "stderr.txt",
                 "diff.txt", "README.txt", "state", "left")
 

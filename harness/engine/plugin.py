@@ -34,8 +34,9 @@ from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
-from . import (confine, contain, pool, realfs, runner, spec as specmod,
-               sweep, tracecut)
+from . import (baseline as baselinemod, cases as casesmod, confine, contain,
+               judge as judgemod, pool, realfs, results as resultsmod, runner,
+               spec as specmod, sweep, tracecut)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -49,15 +50,15 @@ def pytest_addoption(parser):
                      "like a spec; repeatable")
     g.addoption("--cc-out", default=str(ROOT / "results"), metavar="DIR",
                 help="results directory (default: results/)")
-    g.addoption("--cc-model", default=",".join(sweep.DEFAULT_MODELS),
+    g.addoption("--cc-model", default=",".join(casesmod.DEFAULT_MODELS),
                 metavar="MODELS",
                 help="crash model(s) for power-loss cases: one of "
-                     + ", ".join(sweep.MODELS) + ", a comma list, or all")
+                     + ", ".join(casesmod.MODELS) + ", a comma list, or all")
     g.addoption("--cc-fs", default=None, choices=realfs.FILESYSTEMS,
                 help="also judge power loss on this real filesystem "
                      "(harness/engine/realfs.py; root only)")
     g.addoption("--cc-faults", default="all", metavar="KINDS",
-                help="comma-separated fault classes: " + ",".join(sweep.KINDS))
+                help="comma-separated fault classes: " + ",".join(casesmod.KINDS))
     g.addoption("--cc-case", action="append", default=[], metavar="ID",
                 help="run only this case id (exact); repeatable")
     g.addoption("--cc-shard", default=None, metavar="K/N",
@@ -110,10 +111,10 @@ def pytest_addoption(parser):
     g.addoption("--cc-sample", type=int, default=None,
                 help="cases sampled inside a group of calls, whatever the "
                      "budget (default: every case when the budget allows)")
-    g.addoption("--cc-budget", type=float, default=sweep.BUDGET,
+    g.addoption("--cc-budget", type=float, default=casesmod.BUDGET,
                 help="seconds the cases may take, as estimated from the "
                      "baselines: every case when they fit, else sampled "
-                     f"(default {sweep.BUDGET:g}; 0: no limit)")
+                     f"(default {casesmod.BUDGET:g}; 0: no limit)")
     g.addoption("--cc-command", default="",
                 help="the command line to show in reports and reproduce lines")
     g.addoption("--cc-jobs", type=int, default=None, metavar="N",
@@ -153,10 +154,10 @@ def _remote(config):
 
 def settings_from(config):
     faults = config.getoption("--cc-faults")
-    kinds = sweep.KINDS if faults == "all" else tuple(
+    kinds = casesmod.KINDS if faults == "all" else tuple(
         k.strip() for k in faults.split(",") if k.strip())
     for k in kinds:
-        if k not in sweep.KINDS:
+        if k not in casesmod.KINDS:
             raise pytest.UsageError(f"--cc-faults: unknown fault class {k!r}")
     try:
         model = models.parse(config.getoption("--cc-model"))
@@ -178,7 +179,7 @@ def settings_from(config):
         trace_limit = tracecut.LIMIT
     if config.getoption("--cc-home"):
         rerun.append("--home")
-    return sweep.Settings(
+    return casesmod.Settings(
         rerun=tuple(rerun),
         scratch_limit=config.getoption("--cc-scratch-limit"),
         trace_limit=trace_limit,
@@ -214,7 +215,7 @@ def _unseen(work):
     if not Path(work).is_dir():
         return out      # the run stopped before its baselines
     for d in sorted(p for p in Path(work).iterdir() if p.is_dir()):
-        out += [dict(u, workload=d.name) for u in sweep.load_unseen(d)]
+        out += [dict(u, workload=d.name) for u in baselinemod.load_unseen(d)]
     return out
 
 
@@ -237,7 +238,7 @@ def _jobs(config):
 
 def parse_shard(text):
     try:
-        return sweep.parse_shard(text)
+        return casesmod.parse_shard(text)
     except ValueError as e:
         raise pytest.UsageError(f"--cc-shard: {e}") from None
 
@@ -304,13 +305,13 @@ class Sweep:
 
     def judge(self):
         if self._judge is None:
-            self._judge = sweep.Judge(self.specs, self.settings)
+            self._judge = judgemod.Judge(self.specs, self.settings)
             self._judge.want_points(self.cases)
             # the fault cases' scratch directories, one per process of
             # the pool, under one root that pytest_unconfigure removes
             # (the watchdog removes it should this process be killed);
             # its name as long as the baselines' (Judge.scratch_for)
-            self.scratch_root = runner.make_scratch(sweep.RUNS_PREFIX)
+            self.scratch_root = runner.make_scratch(baselinemod.RUNS_PREFIX)
             self._judge.scratch_root = self.scratch_root
         return self._judge
 
@@ -390,7 +391,7 @@ class Sweep:
 
     def load_cases(self):
         with open(self.work / CASES_FILE) as fh:
-            self.cases = [sweep.Case(**c) for c in json.load(fh)]
+            self.cases = [casesmod.Case(**c) for c in json.load(fh)]
         return self.cases
 
 
@@ -495,7 +496,7 @@ def pytest_configure(config):
             k, n = parse_shard(shard) if shard else (1, 1)
             state.selected = [c.id for c in state.cases
                               if (not wanted or c.id in wanted)
-                              and (not shard or sweep.in_shard(c.id, k, n))]
+                              and (not shard or casesmod.in_shard(c.id, k, n))]
         if unknown:
             sweep.remove_work(state.settings.work_link)
             outdir.release(state.settings.out, refused=True)
@@ -581,7 +582,7 @@ class CaseFile(pytest.File):
         shard = self.config.getoption("--cc-shard")
         if shard:
             k, n = parse_shard(shard)
-            cases = [c for c in cases if sweep.in_shard(c.id, k, n)]
+            cases = [c for c in cases if casesmod.in_shard(c.id, k, n)]
         for c in cases:
             # the name a parametrized test_case had: -k and the progress
             # lines read as before
@@ -761,7 +762,7 @@ def unpack_case_dir(text, cases):
         top, = tops
         for m in members:
             parts = m.name.split("/")
-            if m.name.startswith("/") or ".." in parts or top != sweep.safe_name(top) \
+            if m.name.startswith("/") or ".." in parts or top != resultsmod.safe_name(top) \
                     or not (m.isfile() or m.isdir() or m.issym()) \
                     or any("/".join(parts[:i]) in links
                            for i in range(1, len(parts))):
@@ -851,8 +852,8 @@ def _say_interrupted(config, state):
 def write_reports(config, state, results, interrupted):
     """The reports of RESULTS into --cc-out; the buggy-variant
     expectations not caught."""
-    results.sort(key=lambda r: sweep.safe_name(r["id"]) + ".json")
-    sweep.name_models(results, config.getoption("--cc-out"))
+    results.sort(key=lambda r: resultsmod.safe_name(r["id"]) + ".json")
+    resultsmod.name_models(results, config.getoption("--cc-out"))
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
         "expected": len(state.selected) if state.selected is not None
@@ -885,13 +886,13 @@ def write_reports(config, state, results, interrupted):
     selected = bool(config.getoption("--cc-case") or config.getoption("--cc-shard")
                     or config.getoption("keyword"))
     not_caught = [] if selected or interrupted else \
-        sweep.uncaught(state.specs, results)
+        resultsmod.uncaught(state.specs, results)
     meta["not_caught"] = not_caught
     not_run = [] if selected or interrupted else \
-        sweep.not_run(state.specs, results)
+        resultsmod.not_run(state.specs, results)
     if not_run:
         meta["not_run"] = not_run
-    state.not_fixed = sweep.variant_verdicts(
+    state.not_fixed = resultsmod.variant_verdicts(
         state.specs, results, {line.split(":", 1)[0] for line in not_caught})
     state.not_run = not_run
     # What `crashcheck merge` checks a set of shards against: every shard
@@ -921,15 +922,15 @@ def write_reports(config, state, results, interrupted):
             if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
-    # which backend ran each program, and why (sweep.record_baseline)
-    meta["backends"] = sweep.backends(state.work, sweep.combos(state.specs))
+    # which backend ran each program, and why (baseline.record_baseline)
+    meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
-        # a checker's answers by content (sweep.CheckCache): how many
+        # a checker's answers by content (judge.CheckCache): how many
         # crash states it judged, how many of them were distinct, and how
         # many distinct directories runs left; the checker ran about once
         # per distinct one
-        distinct = sweep.CheckCache.distinct(state.work / sweep.CHECKS_DIR)
+        distinct = judgemod.CheckCache.distinct(state.work / judgemod.CHECKS_DIR)
         meta["checker"] = {
             "states": sum(r["states"] for r in results
                           if r["workload"] in checked),
@@ -950,7 +951,7 @@ def write_reports(config, state, results, interrupted):
     state.results, state.not_caught, state.meta = results, not_caught, meta
     global SCRATCH_SHORT
     SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
-                        r.get("explanation") == sweep.SCRATCH_WHY
+                        r.get("explanation") == judgemod.SCRATCH_WHY
                         for r in results)
     return not_caught
 
@@ -1051,7 +1052,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.line(counts)
     if SCRATCH_SHORT:
         n = sum(1 for r in state.results if r["verdict"] == "harness-error"
-                and r.get("explanation") == sweep.SCRATCH_WHY)
+                and r.get("explanation") == judgemod.SCRATCH_WHY)
         tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
                 "within crashcheck's scratch (exit 2): give it more room, "
                 "--scratch-limit SIZE or --scratch DIR on a larger file system")

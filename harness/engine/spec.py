@@ -150,7 +150,7 @@ DISKS = ("normal", "full")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 # a case's call coordinate: "sync#1", or on a file "fsync(target.tmp)#1"
 # (harness/coords.py); or a call's name alone, "close"; or the
-# full-disk case's "disk=full" (sweep.FULL_DISK)
+# full-disk case's "disk=full" (records.FULL_DISK)
 _CALL = re.compile(r"[a-z_][a-z0-9_]*((\([^()\x00-\x1f]+\))?#[1-9][0-9]*\+?)?\Z"
                    r"|disk=full\Z")
 BACKENDS = ("preload", "syscall")
@@ -368,6 +368,9 @@ class _Checker:
 
 
 def _parse(path, data):
+    """The Spec of DATA, a spec file's table read from PATH; SpecError
+    naming the first field that is wrong, checked in the file's order
+    of importance (every step below fails on its own fields)."""
     c = _Checker(path)
     unknown = [k for k in data if k not in FIELDS]
     if unknown:
@@ -379,7 +382,27 @@ def _parse(path, data):
 
     name = c.identifier("name", data["name"])
     description = c.string("description", data["description"])
+    strategies = _parse_strategies(c, data)
+    command, contract, check = _parse_commands(c, data, tree, strategies)
+    check_server = _parse_check_server(c, data, tree, strategies)
+    old_dir, setup = _parse_start(c, path, data, tree, strategies)
+    sizes, size_in_id = _parse_sizes(c, data, tree)
+    old = c.choice("old", data.get("old", "payload"), OLD_STATES)
+    timeout, disk, fail_on, sector = _parse_run(c, data, tree)
+    expect = _parse_expects(c, data, strategies, sizes)
+    teaches, lesson, fixed_by = _parse_lesson(c, data, name, expect)
 
+    return Spec(path=Path(path), name=name, description=description, command=command,
+                strategies=strategies, contract=contract, check=check, sizes=sizes,
+                old="absent" if tree else old, timeout=float(timeout), disk=disk,
+                expect=tuple(expect), teaches=teaches, fixed_by=fixed_by,
+                sector=sector, lesson=lesson, old_dir=old_dir, setup=setup,
+                size_in_id=size_in_id, fail_on=fail_on,
+                check_server=check_server)
+
+
+def _parse_strategies(c, data):
+    """The spec's strategies: identifiers, none twice; () for none."""
     strategies = ()
     if "strategies" in data:
         strategies = c.string_list("strategies", data["strategies"])
@@ -388,7 +411,12 @@ def _parse(path, data):
         dup = [s for i, s in enumerate(strategies) if s in strategies[:i]]
         if dup:
             c.fail("strategies", f"{dup[0]!r} is given twice")
+    return strategies
 
+
+def _parse_commands(c, data, tree, strategies):
+    """(command, contract, check): the program's command line, what
+    judges it, and the checker's command line (None for none)."""
     command, used = c.argv("command", data["command"], strategies)
     if tree and "target" in used:
         c.fail("command", "{target} with contract = \"tree\": a tree has no "
@@ -415,6 +443,12 @@ def _parse(path, data):
         if tree and "target" in checked:
             c.fail("check", "{target} with contract = \"tree\": a tree has no "
                             "target file (the checker runs in the tree)")
+    return command, contract, check
+
+
+def _parse_check_server(c, data, tree, strategies):
+    """The check_server's command line, check kept running (None for
+    none)."""
     check_server = None
     if "check_server" in data:
         if "check" not in data:
@@ -425,7 +459,12 @@ def _parse(path, data):
         if tree and "target" in served:
             c.fail("check_server", "{target} with contract = \"tree\": a tree "
                                    "has no target file")
+    return check_server
 
+
+def _parse_start(c, path, data, tree, strategies):
+    """(old_dir, setup) of a tree contract's starting tree (None where not
+    given); these and old are each for one kind of contract."""
     old_dir = setup = None
     for fld in ("old_dir", "setup", "old"):
         if fld in data and tree == (fld == "old"):
@@ -439,7 +478,12 @@ def _parse(path, data):
             c.fail("old_dir", f"'{raw}' is not a directory")
     if "setup" in data:
         setup, _ = c.argv("setup", data["setup"], strategies, SETUP_PLACEHOLDERS)
+    return old_dir, setup
 
+
+def _parse_sizes(c, data, tree):
+    """(sizes, size_in_id): the payload sizes, and whether case ids name
+    them (not for a tree given none)."""
     size_in_id = True
     if tree and "sizes" not in data:
         raw_sizes, size_in_id = [0], False
@@ -454,10 +498,12 @@ def _parse(path, data):
     dup = [v for i, v in enumerate(raw_sizes) if v in raw_sizes[:i]]
     if dup:
         c.fail("sizes", f"{dup[0]} is given twice")
-    sizes = tuple(raw_sizes)
+    return tuple(raw_sizes), size_in_id
 
-    old = c.choice("old", data.get("old", "payload"), OLD_STATES)
 
+def _parse_run(c, data, tree):
+    """(timeout, disk, fail_on, sector): how each run goes and what fails
+    the sweep."""
     timeout = data.get("timeout", 10)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         c.fail("timeout", f"expected a number of seconds, got {_type_name(timeout)}")
@@ -475,7 +521,11 @@ def _parse(path, data):
     if isinstance(sector, bool) or sector not in SECTORS:
         c.fail("sector", f"{sector!r} is not one of "
                          f"{', '.join(map(str, SECTORS))} bytes")
+    return timeout, disk, fail_on, sector
 
+
+def _parse_expects(c, data, strategies, sizes):
+    """The spec's [[expect]] tables (_parse_expect each); [] for none."""
     expect = []
     raw_expect = data.get("expect", [])
     if not isinstance(raw_expect, list) or not all(isinstance(e, dict) for e in raw_expect):
@@ -484,7 +534,12 @@ def _parse(path, data):
         c.fail("expect", "must not be empty (omit it for a correct workload)")
     for i, entry in enumerate(raw_expect, 1):
         expect.append(_parse_expect(c, f"expect[{i}]", entry, strategies, sizes))
+    return expect
 
+
+def _parse_lesson(c, data, name, expect):
+    """(teaches, lesson, fixed_by) of a buggy variant (a spec with
+    EXPECT); only it may give them, and it must say what it teaches."""
     teaches = fixed_by = lesson = None
     if "teaches" in data:
         teaches = c.string("teaches", data["teaches"])
@@ -500,14 +555,7 @@ def _parse(path, data):
     for fld in ("teaches", "lesson", "fixed_by"):
         if fld in data and not expect:
             c.fail(fld, "only for buggy variants (specs with [[expect]])")
-
-    return Spec(path=Path(path), name=name, description=description, command=command,
-                strategies=strategies, contract=contract, check=check, sizes=sizes,
-                old="absent" if tree else old, timeout=float(timeout), disk=disk,
-                expect=tuple(expect), teaches=teaches, fixed_by=fixed_by,
-                sector=sector, lesson=lesson, old_dir=old_dir, setup=setup,
-                size_in_id=size_in_id, fail_on=fail_on,
-                check_server=check_server)
+    return teaches, lesson, fixed_by
 
 
 def _parse_expect(c, where, entry, strategies, sizes):

@@ -239,7 +239,7 @@ class Lazy:
         """The call records after the one of SEQ, in seq order, parsed a
         few lines at a time as they are asked for: whether a failed call
         was made again is usually answered by the next call or two
-        (sweep.fault_retried), and the rest of a long trace is never
+        (records.fault_retried), and the rest of a long trace is never
         parsed. With NEEDLES (bytes), only the lines holding all of them
         are parsed and given, and the lines with white space (JSON the
         library does not write, which may spell a field otherwise): the

@@ -47,7 +47,9 @@ from pathlib import Path
 from .. import ROOT, UsageError
 from ..judging import explorer
 from .. import calls, coords
-from . import contain, pool, realfs, runner, spec as specmod, sweep
+from . import (baseline as baselinemod, cases as casesmod, contain, execute,
+               pool, realfs, records as recordsmod, results as resultsmod,
+               runner, spec as specmod, sweep)
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ def combos_of(specs, max_size):
         else:
             some = [s for s in small if s > 0] or small
             keep = {max(small), 4097 if 4097 in small else min(some)}
-        for c in sweep.combos([spec]):
+        for c in casesmod.combos([spec]):
             if c.size in keep:
                 out.append(c)
     return out
@@ -185,29 +187,29 @@ def _baseline(item):
     plan = _PLAN
     settings = plan.settings[name]
     combo = plan.combos[prefix]
-    if not sweep.on_real_fs(combo, settings):
+    if not execute.on_real_fs(combo, settings):
         return {"skip": "disk = \"full\": its runs need their nearly full "
                         "tmpfs, not a real filesystem"}
     scratch = settings.work / prefix
     scratch.mkdir()
-    out, how, _ = sweep.record_baseline(combo, scratch, settings)
+    out, how, _ = baselinemod.record_baseline(combo, scratch, settings)
     if out.run.status != 0:
         return {"skip": f"its baseline run exited {out.run.status} "
                         f"(signal {out.run.signal}): "
                         + out.run.stderr_text().strip()[-200:]}
-    blind = sweep.nothing_intercepted(combo, out, how)
+    blind = baselinemod.nothing_intercepted(combo, out, how)
     if blind:
         return {"skip": blind}
-    sweep.save_run(out, how)    # the units read its trace (load_run)
-    _, globs = sweep.record_again(combo, out, settings, how)
+    baselinemod.save_run(out, how)    # the units read its trace (load_run)
+    _, globs = baselinemod.record_again(combo, out, settings, how)
     workdir = str(out.workdir)
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
     points = []
-    for rec in sweep.crash_point_records(out.records)[1:]:
+    for rec in recordsmod.crash_point_records(out.records)[1:]:
         if rec is None:
             points.append(("exit", None))
-        elif sweep.is_crash_point(rec, workdir, table):
+        elif recordsmod.is_crash_point(rec, workdir, table):
             points.append((names[rec], rec["seq"]))
     return {"points": points, "how": how}
 
@@ -229,20 +231,20 @@ def _unit(item):
            "variation": variation}
     try:
         t0 = time.perf_counter()
-        out = sweep.execute_run(
+        out = execute.execute_run(
             combo, "" if coord == "exit" else f"{coord}=crash-after",
             scratch, plan.timeout, record=False, settings=settings,
             backend=how, crash=True, before_crash=HOOKS[variation])
         res["real_seconds"] = time.perf_counter() - t0
-        if out.run.timed_out or (coord != "exit" and sweep.crash_seq(out) != seq) \
+        if out.run.timed_out or (coord != "exit" and recordsmod.crash_seq(out) != seq) \
                 or (coord == "exit" and out.run.status != 0):
             res["missed"] = (f"the run did not stop at {coord}, seq {seq} "
                              f"(exit status {out.run.status}, signal "
                              f"{out.run.signal}, stopped at seq "
-                             f"{sweep.crash_seq(out)})")
+                             f"{recordsmod.crash_seq(out)})")
             return res
-        base = sweep.load_run(settings.work / prefix)
-        records = sweep.records_upto(base.records, seq)
+        base = baselinemod.load_run(settings.work / prefix)
+        records = recordsmod.records_upto(base.records, seq)
         if variation == "sync-other":
             records = realfs.with_sync_record(records, out.before_crash)
         _, tree = out.real
@@ -270,7 +272,7 @@ def _keep_unsound(plan, res, model, out, tree, records, answer):
     """DIR/unsound/<config>-<combo>-<point>-<variation>/: the run's trace
     (with the harness's fsync, when it made one), the tree the kernel
     left (state/), and README.txt: for whoever mends the model."""
-    d = plan.out / "unsound" / sweep.safe_name(
+    d = plan.out / "unsound" / resultsmod.safe_name(
         f"{res['config']}-{res['combo']}@{res['point']}-{res['variation']}")
     if d.exists():
         shutil.rmtree(d)
@@ -311,9 +313,9 @@ def run(plan, log=print):
     plan.root = runner.make_scratch("crashcheck-validate-")
     try:
         for config in plan.configs:
-            settings = sweep.Settings(out=plan.root / config.name,
-                                      fs=config.fs, fs_options=config.options,
-                                      jobs=plan.jobs, models=("posix",))
+            settings = casesmod.Settings(out=plan.root / config.name,
+                                         fs=config.fs, fs_options=config.options,
+                                         jobs=plan.jobs, models=("posix",))
             settings.scratch_limit = sweep.default_limit(plan.jobs)
             settings.work.mkdir(parents=True)
             plan.settings[config.name] = settings
@@ -321,7 +323,7 @@ def run(plan, log=print):
         plan.combos = {c.prefix: c for c in combos}
         for config in plan.configs:
             for c in combos:
-                sweep.start_tree(c, plan.settings[config.name].work)
+                execute.start_tree(c, plan.settings[config.name].work)
         items = [(cfg.name, c.prefix) for cfg in plan.configs for c in combos]
         log(f"validate-models: {len(combos)} programs on "
             f"{', '.join(c.name for c in plan.configs)}: recording baselines")

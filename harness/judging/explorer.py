@@ -167,7 +167,7 @@ def explore_exit(records: Iterable[dict], snapdir=None, models=MODELS,
     range, _plain_args) and laid on each model's world. RECORDS may hold
     Moot writes (trace.Lazy.for_exit), passed over where every world
     allows it; with moot_full False, a world that needs a Moot's writes
-    raises ThinRecord (a thin run's: sweep.Judge.thin_window)."""
+    raises ThinRecord (a thin run's: judge.Judge.thin_window)."""
     for model in models:
         _check_model(model)
     blobs, recs = _setup(records, snapdir, content, cap, seed, blob_cache,

@@ -378,7 +378,7 @@ def _fault(o):
     (Input/output error)"."""
     action = o.plan.split(";")[0].partition("=")[2]
     if not o.call:
-        # no rule: the sweep's run on a real full disk (sweep.FULL_DISK)
+        # no rule: the sweep's run on a real full disk (records.FULL_DISK)
         return "a full disk (ENOSPC: No space left on device)"
     if o.kind == "short" or action.startswith("short"):
         return f"a short {o.call}{_on(o)}"
@@ -1008,7 +1008,7 @@ def _skipped(o, lost):
 
 
 def _synced(name, names):
-    """Whether NAMES (sweep.synced_names) cover NAME: it, or "*", a sync
+    """Whether NAMES (records.synced_names) cover NAME: it, or "*", a sync
     of everything."""
     return name in names or "*" in names
 

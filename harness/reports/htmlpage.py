@@ -289,7 +289,7 @@ def _case_html(case, anchor=False):
              ("outcome", exit_text(case.get("exit"))),
              ("faults fired", fired_text(case.get("fired"))),
              ("kept files", case.get("dir")),
-             # what a long trace or a loud program left out (sweep.TRACE_HEAD)
+             # what a long trace or a loud program left out (results.TRACE_HEAD)
              ("kept in part", "; ".join(case.get("cut") or []) or None),
              # what the library did not write (--trace-limit)
              ("trace cut", console.trace_cut_text(case["trace_cut"])

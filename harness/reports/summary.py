@@ -52,7 +52,7 @@ TIMING_KEYS = ("started", "finished", "duration")
 # (design.md); every other non-timing key goes under summary["run"].
 # expected: how many cases the run was to judge; interrupted: what
 # stopped it early ("SIGTERM"), or null; unseen: the changes made by calls
-# crashcheck cannot see (sweep.save_unseen).
+# crashcheck cannot see (baseline.save_unseen).
 RUN_TOP_KEYS = ("seed", "command", "expected", "interrupted", "unseen")
 
 
@@ -403,7 +403,7 @@ def summarize(cases, meta):
         "passed": (counts["failed"] == 0 and counts["harness_errors"] == 0
                    and not not_caught and interrupted is None
                    and expected <= len(cases)),
-        # changes no intercepted call made (sweep.save_unseen): a run with
+        # changes no intercepted call made (baseline.save_unseen): a run with
         # any is never a clean pass, whatever its cases say
         "unseen": _check_unseen(top["unseen"]),
         # a run that left cases out (sampled past its budget, or asked

@@ -1,0 +1,182 @@
+"""Which cases run: --sample's choice of a few cases per group
+(select, choose) and the time budget that decides whether a sweep runs
+every case or a sample (case_cost, estimate_of, choose_sample; --budget).
+Pure functions of what baseline.found_of lists (Found)."""
+
+import random
+from pathlib import Path
+
+from .cases import Settings
+
+# How many cases of a group (select) are sampled between its first and
+# its last by --sample when it is given without a number of its own
+SAMPLE = 3
+
+# What a case costs, against its combo's baseline: a case is a run of
+# the program (forked from a server, traced lightly up to its fault),
+# judged, its crash states explored, its result written. The run is
+# timed as record_again makes it (traced, no snapshots; the baseline's
+# own run, which snapshots every change, where there is none): a case
+# costs CASE_FACTOR times that plus CASE_OVERHEAD seconds of judging.
+# Measured 2026-12-06 on two loaded cores (estimate / wall time of the
+# sweep's cases): dd bs=1 of 300 bytes 1.6 (2431 cases, 10.4 s), of
+# 3000 bytes about 3 (every case of a group costs little more than its
+# first), `make run` 0.65 (4755 cases, 54.7 s, a load of 7): it errs
+# long for programs of many calls, where a sample is cheap to take.
+CASE_FACTOR = 1.0
+CASE_OVERHEAD = 0.005
+
+
+def case_cost(baseline_seconds, checker=0.0):
+    """The estimated seconds of one case of a combo whose program ran in
+    BASELINE_SECONDS (wall time, one process; see CASE_FACTOR), and whose
+    checker (a check or tree contract) took CHECKER seconds on the
+    baseline's directory: a case judges at least one state the sweep has
+    not judged yet (the checker runs once per distinct state), and a
+    checker of half a second outweighs everything else a case costs."""
+    return CASE_OVERHEAD + CASE_FACTOR * baseline_seconds + checker
+
+
+def estimate_of(everything, sample, seed, jobs):
+    """Seconds of wall time the cases of EVERYTHING (Found) chosen with
+    SAMPLE take on JOBS processes, as case_cost estimates them."""
+    total = 0.0
+    for found in everything:
+        total += found.seconds * count_kept(found, sample, seed)
+    return total / max(1, jobs)
+
+
+def count_kept(found, sample, seed):
+    """How many cases choose(FOUND, SAMPLE, SEED) keeps, without making
+    them."""
+    if sample is None:
+        return found.count()
+    n = len(found.fixed)
+    for items, per in ((found.faults, 1), (found.points, found.models)):
+        sizes = {}
+        for key, _ in items:
+            sizes[key] = sizes.get(key, 0) + 1
+        n += per * sum(min(size, sample + 2) for size in sizes.values())
+    return n
+
+
+def choose_sample(everything, settings):
+    """(sample, estimate): how many cases of each group run between its
+    first and last (None: every case) and the seconds every case would
+    take. Every case with --exhaustive, and where the estimate fits
+    settings.budget; --sample N samples N whatever the budget; a shard
+    of a run (--shard) runs every case unless told --sample, as its
+    estimate is this machine's and the shards must agree on the cases.
+    Past the budget, the largest sample that fits it, down to the first
+    and the last of each group."""
+    jobs = settings.spread or settings.jobs
+    whole = estimate_of(everything, None, settings.seed, jobs)
+    if settings.exhaustive:
+        return None, whole
+    if settings.sample is not None:
+        return settings.sample, whole
+    if settings.sharded or settings.budget is None or \
+            whole <= settings.budget:
+        return None, whole
+    lo, hi = 0, max((found.count() for found in everything), default=0)
+    if estimate_of(everything, hi, settings.seed, jobs) \
+            <= settings.budget:
+        return None, whole
+    # the estimate grows with the sample: the largest that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_of(everything, mid, settings.seed, jobs) \
+                <= settings.budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, whole
+
+
+def sampled_line(grouping):
+    """The console's line, and the reports' fact, of a sweep that left
+    cases out: 'SAMPLED 90 of 405 cases (...)'."""
+    g = grouping
+    if g.get("budget") is not None and g.get("estimate") is not None and \
+            g["estimate"] > g["budget"]:
+        why = (f"every case would take about {duration_text(g['estimate'])} "
+               f"on {g.get('jobs', 1)} "
+               f"job{'s' if g.get('jobs', 1) != 1 else ''}, past the "
+               f"{duration_text(g['budget'])} budget (--budget)")
+    else:
+        why = "as --sample asks"
+    return (f"SAMPLED {g['kept']} of {g['cases']} cases: {why}; of each of "
+            f"{g['groups']} groups of a call site, file and fault the first, "
+            f"the last and {g['sample']} sampled with seed {g['seed']}; "
+            "--exhaustive for every one")
+
+
+def duration_text(seconds):
+    """'0.6 s', '45 s', '3 min 5 s', '2 h 10 min'."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60
+                               else "")
+
+
+def choose(found, sample, seed, stats=None):
+    """The cases of FOUND that run, in the order the sweep runs them:
+    every one with SAMPLE None, else of each group the first, the last
+    and SAMPLE between them (select, seeded by SEED). STATS, a dict,
+    gets what select counted."""
+    pick = Settings(out=Path("."), exhaustive=sample is None,
+                    sample=sample or 0, seed=seed)
+    cases = list(found.fixed)
+    if stats is not None and cases:
+        stats["cases"] = stats.get("cases", 0) + len(cases)
+        stats["kept"] = stats.get("kept", 0) + len(cases)
+    if stats is not None:
+        stats["calls"] = stats.get("calls", 0) + found.calls
+    cases += select(found.faults, pick, stats)
+    if found.points:
+        kept = select(found.points, pick, stats, models=found.models)
+        # a model's cases, then the next model's (and the real kernel's
+        # last: Judge.real_powerloss)
+        for m in range(found.models):
+            cases += [per_model[m] for per_model in kept]
+    return cases
+
+
+def select(found, settings, stats=None, models=1):
+    """The items of FOUND, a list of (group, item) in trace order, that
+    the sweep runs: cases in proportion to what a program does, not to
+    how many calls it makes. A program that writes a file one byte at a
+    time makes thousands of calls from one call site on one file, and
+    every one faulted alike tells little more than a few: of each group
+    the first, the last and settings.sample (SAMPLE when None) drawn
+    between them with a random.Random seeded by the sweep's seed and the
+    group, so the same sweep keeps the same cases. settings.exhaustive
+    keeps every item.
+    STATS (a dict) counts groups, cases found and kept (MODELS cases per
+    item: a crash point is one case per model)."""
+    groups = {}
+    for i, (key, _) in enumerate(found):
+        groups.setdefault(key, []).append(i)
+    if settings.exhaustive:
+        keep = range(len(found))
+    else:
+        sample = SAMPLE if settings.sample is None else settings.sample
+        keep = set()
+        for key, idx in groups.items():
+            if len(idx) <= sample + 2:
+                keep.update(idx)
+                continue
+            rng = random.Random(f"{settings.seed}\0" + "\0".join(key))
+            keep.update((idx[0], idx[-1]))
+            keep.update(rng.sample(idx[1:-1], sample))
+        keep = sorted(keep)
+    if stats is not None:
+        stats["groups"] = stats.get("groups", 0) + len(groups) * models
+        stats["cases"] = stats.get("cases", 0) + len(found) * models
+        stats["kept"] = stats.get("kept", 0) + len(keep) * models
+    return [found[i][1] for i in keep]
