@@ -24,11 +24,15 @@ def answer(ask):
     p = subprocess.run([CHECK], cwd=ask["dir"], env=env,
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
-    # as crashcheck reads a check: its stdout, then its stderr; killed by
-    # a signal, the status a shell would give
-    status = p.returncode if p.returncode >= 0 else 128 - p.returncode
-    return {"status": status,
-            "output": (p.stdout + p.stderr).decode("utf-8", "replace")}
+    output = (p.stdout + p.stderr).decode("utf-8", "replace")
+    if p.returncode < 0:
+        # a check killed by a signal cannot answer, and crashcheck says
+        # so of the case: this server ends, which it reads the same way
+        sys.stderr.write(f"git/check was killed by signal {-p.returncode}"
+                         f"\n{output}")
+        sys.exit(1)
+    # as crashcheck reads a check: its stdout, then its stderr
+    return {"status": p.returncode, "output": output}
 
 
 def main():
