@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import coords
+from .. import coords, size_text
 from . import fullfs, realfs, runner, timelimit, trace, tracecut
 from ..judging import explorer
 from .cases import (BIN, HOME, INPUT, NEW, NOTE, SNAPS, TARGET, TMP, WORK,
@@ -562,14 +562,6 @@ def full_text(path, e):
     return (f"crashcheck's scratch has no room: {e.strerror} under "
             f"'{runner.scratch_base()}'{left} (free space there, or give "
             f"--scratch DIR on a larger file system)")
-
-
-def size_text(n):
-    """A size in words: '512 bytes', '3.0 MiB', '1.5 GiB'."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} bytes"
 
 
 def scratch_trouble(out, combo):

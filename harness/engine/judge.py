@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import coords
+from .. import coords, size_text
 from . import (checkserver, realfs, runner, statedir, timelimit, trace,
                tracecut)
 from ..judging import causes, explorer, oracle, payload, properties, symbols
@@ -31,8 +31,8 @@ from .records import (FULL_DISK, call_names, crash_seq, data_path_hit,
                       full_disk_hits, plan_rules, records_upto, shared_maps,
                       synced_names, touches)
 from .execute import (ScratchFull, argv_of, clear_dir, empty_scratch,
-                      execute_run, fresh_dir, scratch_trouble, size_text,
-                      start_tree, tree_digest)
+                      execute_run, fresh_dir, scratch_trouble, start_tree,
+                      tree_digest)
 from .results import (excerpt_around, expect_dict, kept_ends, on_fs, reproduce,
                       save_case_dir, with_rerun)
 from .baseline import FAILED_ALONE, HELD, load_globs, load_run, timeout_of

@@ -19,7 +19,13 @@ or renamed in it) is listed, and what it holds that was not laid out is
 removed. The change time is the kernel's, set by any change and never
 by a program, so a directory that passes is the tree laid out, byte for
 byte: the checker sees what explorer.layout would have written (the
-times of unchanged files aside, which no layout fixes either).
+times of unchanged files aside, which no layout fixes either). One
+assumption: a change the checker makes is stamped with a time other
+than the layout's own. Kernels since 6.13 give a file whose times were
+just read (our lstat) a fine-grained stamp at its next change; older
+ones stamp by a clock tick of a few milliseconds, and a checker is a
+process started after the layout through a confinement view, which
+alone takes longer than a tick.
 """
 
 import os

@@ -27,10 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from .. import UsageError
+from .. import UsageError, size_text
 from . import checkserver, pool, runner
 from .cases import Case, combos, contents, old_size
-from .execute import (ScratchFull, full_text, scratch_trouble, size_text,
+from .execute import (ScratchFull, full_text, scratch_trouble,
                       start_tree)
 from .sampling import (case_cost, choose, choose_sample, estimate_of,
                        sampled_line)
