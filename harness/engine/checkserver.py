@@ -69,7 +69,7 @@ class CheckServer:
         self.view = None
         self._err = None
         self._buf = b""
-        self.audited = False    # an answer of it was held to check's
+        self.audits = 0         # answers of it held to check's
 
     def _start(self):
         session = contain.session()

@@ -135,7 +135,6 @@ def copy_start(start, work):
     shutil.copytree(start, work, symlinks=True, dirs_exist_ok=True)
 
 
-
 class Outcome:
     """One executed run, with where its files are. Its trace is parsed
     when first asked for in full (records); `trace` answers the questions

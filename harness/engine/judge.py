@@ -30,9 +30,9 @@ from .records import (FULL_DISK, call_names, crash_seq, data_path_hit,
                       eintr_possible, fault_fired, fault_path, fault_retried,
                       full_disk_hits, plan_rules, records_upto, shared_maps,
                       synced_names, touches)
-from .execute import (ScratchFull, argv_of, clear_dir, empty_scratch,
-                      execute_run, fresh_dir, scratch_trouble, start_tree,
-                      tree_digest)
+from .execute import (ScratchFull, argv_of, clear_dir, copy_start,
+                      empty_scratch, execute_run, fresh_dir, scratch_trouble,
+                      start_tree, tree_digest)
 from .results import (excerpt_around, expect_dict, kept_ends, on_fs, reproduce,
                       save_case_dir, with_rerun)
 from .baseline import FAILED_ALONE, HELD, load_globs, load_run, timeout_of
@@ -284,17 +284,17 @@ class Judge:
                 # running, and must not meet a directory it has seen)
                 res = self.check(combo, statedir.in_root(
                     self.scratch_root).lay(state), expect, cache=False)
-            else:
-                scratch = self.state_dir(server)
+            elif server is None:
+                scratch = self.state_dir()
                 try:
                     explorer.layout(state, scratch)
-                    if server is None:
-                        res = self.check(combo, scratch, expect, cache=False)
-                    else:
-                        res = self.served_check(combo, server, state,
-                                                scratch, expect)
+                    res = self.check(combo, scratch, expect, cache=False)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
+            else:
+                res = self.served_check(
+                    combo, server, state.digest(), expect,
+                    lambda d: explorer.layout(state, d))
             self.checks.put(combo, key, expect, res)
         return res
 
@@ -322,27 +322,31 @@ class Judge:
             env.pop(name, None)
         return checkserver.server(argv, env)
 
-    def served_check(self, combo, server, state, directory, expect):
-        """The check_server's answer for a crash state laid out in
-        DIRECTORY. The first state a server answers, and one in
-        SERVER_AUDIT_EVERY after it (by content, so the same ones in
-        every run), are asked of check too, in a copy of the state of
-        their own: a server whose answer differs (accepts where check
-        refuses, or says another first line: it kept something from an
-        earlier state) cannot be trusted with the case."""
+    def served_check(self, combo, server, digest, expect, lay):
+        """The check_server's answer for the tree LAY(dir) lays out in an
+        empty directory (a crash state, a copy of a run's directory),
+        whose content DIGEST (hex) names. The first SERVER_AUDIT_FIRST
+        trees a server answers about, and one in SERVER_AUDIT_EVERY
+        after them (by content, so the same ones in every run), are
+        asked of check too,
+        laid out again in a directory of their own: a server whose answer
+        differs (another status, another first line: it kept something
+        from an earlier state) cannot be trusted with the case."""
         limit = timeout_of(combo, self.settings)
+        directory = self.state_dir(server)
         try:
+            lay(directory)
             status, output = server.ask(directory, expect, limit)
         except checkserver.ServerFailed as e:
             raise CheckerFailed(e.reason, server.argv, e.output) from None
-        res = oracle.CheckResult(status=status, output=output, expect=expect)
-        digest = state.digest()
-        if not server.audited or \
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        if server.audits < SERVER_AUDIT_FIRST or \
                 int(digest[:8], 16) % SERVER_AUDIT_EVERY == 0:
-            server.audited = True
+            server.audits += 1
             again_dir = self.state_dir()
             try:
-                explorer.layout(state, again_dir)
+                lay(again_dir)
                 again = self.check(combo, again_dir, expect, cache=False)
             finally:
                 shutil.rmtree(again_dir, ignore_errors=True)
@@ -353,7 +357,7 @@ class Judge:
                     f"state: the server {_answer_text(status, output)}, "
                     f"check {_answer_text(again.status, again.output)}",
                     server.argv, "")
-        return res
+        return oracle.CheckResult(status=status, output=output, expect=expect)
 
     def check(self, combo, directory, expect, cache=True):
         """The checker's answer for DIRECTORY (a run's work directory),
@@ -378,6 +382,19 @@ class Judge:
             hit = self.checks.get(combo, key, expect)
             if hit is not None:
                 return hit
+            server = self.check_server(combo)
+            if server is not None:
+                # a copy of the run's directory, where the server may
+                # change it (a tree shutil cannot copy, a fifo: check)
+                try:
+                    res = self.served_check(
+                        combo, server, key[1], expect,
+                        lambda d: copy_start(directory, d))
+                except (shutil.Error, OSError):
+                    res = None
+                if res is not None:
+                    self.checks.put(combo, key, expect, res)
+                    return res
         argv = combo.spec.check_argv(bin=BIN,
                                      target=target_name(combo.spec),
                                      new=f"../{INPUT}/{NEW}",
@@ -1581,9 +1598,12 @@ class CheckCache:
             os.rename(tmp, self.dir / name)
         except OSError:
             pass        # the next process judges it again: slower, the same
-# a check_server's answer is held to check's on one state in this many
-# (served_check)
-SERVER_AUDIT_EVERY = 16
+
+
+# a check_server's answers are held to check's on the first trees it
+# answers about in a process, and then on one in this many (served_check)
+SERVER_AUDIT_FIRST = 8
+SERVER_AUDIT_EVERY = 64
 # A fault that keeps firing within this many calls of a run's start runs
 # whole, not lite (Judge.lite_from)
 PERSIST_WHOLE_WITHIN = 80
