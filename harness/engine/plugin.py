@@ -34,9 +34,9 @@ from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
-from . import (baseline as baselinemod, cases as casesmod, confine, contain,
-               judge as judgemod, pool, realfs, results as resultsmod, runner,
-               spec as specmod, sweep, tracecut)
+from . import (baseline as baselinemod, cases as casesmod, checker, confine,
+               contain, judge as judgemod, pool, realfs, results as resultsmod,
+               runner, spec as specmod, sweep, tracecut, unjudgeable)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -926,11 +926,11 @@ def write_reports(config, state, results, interrupted):
     meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
-        # a checker's answers by content (judge.CheckCache): how many
+        # a checker's answers by content (checker.CheckCache): how many
         # crash states it judged, how many of them were distinct, and how
         # many distinct directories runs left; the checker ran about once
         # per distinct one
-        distinct = judgemod.CheckCache.distinct(state.work / judgemod.CHECKS_DIR)
+        distinct = checker.CheckCache.distinct(state.work / checker.CHECKS_DIR)
         meta["checker"] = {
             "states": sum(r["states"] for r in results
                           if r["workload"] in checked),
@@ -951,7 +951,7 @@ def write_reports(config, state, results, interrupted):
     state.results, state.not_caught, state.meta = results, not_caught, meta
     global SCRATCH_SHORT
     SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
-                        r.get("explanation") == judgemod.SCRATCH_WHY
+                        r.get("explanation") == unjudgeable.SCRATCH_WHY
                         for r in results)
     return not_caught
 
@@ -1052,7 +1052,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.line(counts)
     if SCRATCH_SHORT:
         n = sum(1 for r in state.results if r["verdict"] == "harness-error"
-                and r.get("explanation") == judgemod.SCRATCH_WHY)
+                and r.get("explanation") == unjudgeable.SCRATCH_WHY)
         tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
                 "within crashcheck's scratch (exit 2): give it more room, "
                 "--scratch-limit SIZE or --scratch DIR on a larger file system")
