@@ -28,43 +28,69 @@ class CaseResult:
         (a power-loss case's own model, until write_reports names the
         others); by default every model of the sweep, the verdict owing
         nothing to one."""
-        spec = combo.spec
-        expected = [e for e in spec.expect if e.applies(
+        expected = [e for e in combo.spec.expect if e.applies(
             kind=case.kind, model=case.model or model, strategy=combo.strategy,
             size=combo.size, call=case.call or None, backend=case.backend)]
         finding = verdict.verdict not in ("ok", "skipped")
+        excerpt, fired = self.calls_shown(case, out, finding)
+        cause, location, text = self.cause(case, combo, verdict, out, upto) \
+            if finding else (None, None, verdict.finding)
+        res = self.entry(case, combo, verdict, out, model, under, expected)
+        res.update(states=states, finding=text, cause=cause,
+                   location=location, fired=fired, trace_excerpt=excerpt)
+        run = out.run if out is not None else None
+        if run is not None and max(run.stdout_size, run.stderr_size) > \
+                runner.OUTPUT_CAP:
+            # what the program wrote, of which OUTPUT_CAP bytes are kept
+            res["output"] = {"stdout": run.stdout_size,
+                             "stderr": run.stderr_size}
+        tracecut.note(res, out)
+        if out is not None and (finding or self.settings.keep):
+            self.keep_case_dir(res, combo, verdict, out)
+        return res
+
+    def passed(self, combo, verdict, expected):
+        """(severity, passed) of VERDICT: a finding fails unless a buggy
+        variant expects it (EXPECTED: the spec's expectations that apply
+        to the case), or it is a warning and the run fails on errors
+        only."""
         # the sweep's own harness errors are not the oracle's: no severity
         sev = verdict.severity or properties.severity(verdict.verdict)
         if verdict.verdict == "harness-error":
-            passed = False
-        elif not finding:
-            passed = True
-        else:
-            # a finding fails unless a buggy variant expects it, or it is
-            # a warning and the run fails on errors only
-            passed = any(e.verdict == verdict.verdict for e in expected) or \
-                not properties.fails(sev, self.settings.fail_on or spec.fail_on)
-        run = out.run if out is not None else None
-        base = str(out.workdir) if out is not None else None
-        excerpt = []
-        fired = []
-        if out is not None:
-            root = str(out.scratch)
+            return sev, False
+        if verdict.verdict in ("ok", "skipped"):
+            return sev, True
+        return sev, any(e.verdict == verdict.verdict for e in expected) or \
+            not properties.fails(sev, self.settings.fail_on
+                                 or combo.spec.fail_on)
 
-            def fmt(rec):
-                return trace.format_call(rec, base, root=root)
-            # The calls around the target, for a finding: what the reports
-            # show next to it. A case that held its contract has none (its
-            # reproduce command with --keep writes every call to its
-            # trace.txt): parsing and formatting them for every case was
-            # an eighth of a case at 100 writes.
-            if finding:
-                excerpt = [fmt(r) for r in excerpt_around(out, case)]
-            fired = [{"rule": f.rule, "count": f.count}
-                     for f in trace.fired(out.faulted(), plan_rules(case.plan))]
-        cause, location, text = self.cause(case, combo, verdict, out, upto) \
-            if finding else (None, None, verdict.finding)
-        res = {
+    def calls_shown(self, case, out, finding):
+        """(trace excerpt, fired rules) of a case's run OUT: the calls
+        around the target, for a FINDING, and each rule of its plan with
+        how often it fired."""
+        if out is None:
+            return [], []
+        excerpt = []
+        # The calls around the target, for a finding: what the reports
+        # show next to it. A case that held its contract has none (its
+        # reproduce command with --keep writes every call to its
+        # trace.txt): parsing and formatting them for every case was
+        # an eighth of a case at 100 writes.
+        if finding:
+            fmt = call_text(out)
+            excerpt = [fmt(r) for r in excerpt_around(out, case)]
+        fired = [{"rule": f.rule, "count": f.count}
+                 for f in trace.fired(out.faulted(), plan_rules(case.plan))]
+        return excerpt, fired
+
+    def entry(self, case, combo, verdict, out, model, under, expected):
+        """The results.json entry of CASE with VERDICT, in its order,
+        with its states, finding, cause, location, fired rules and trace
+        excerpt still to fill in."""
+        spec = combo.spec
+        sev, passed = self.passed(combo, verdict, expected)
+        run = out.run if out is not None else None
+        return {
             "id": case.id,
             "workload": spec.name,
             "strategy": combo.strategy,
@@ -76,7 +102,7 @@ class CaseResult:
             "models": list(under if under is not None else
                            (case.model,) if case.model else
                            self.settings.models),
-            "states": states,
+            "states": None,
             "seed": self.settings.seed,
             "verdict": verdict.verdict,
             "severity": sev or None,
@@ -84,12 +110,12 @@ class CaseResult:
             if verdict.cause is not None else None,
             "passed": passed,
             "expected": [expect_dict(e) for e in expected],
-            "finding": text,
+            "finding": None,
             "explanation": verdict.explanation,
             "state": verdict.state,
             "note": verdict.note,
-            "cause": cause,
-            "location": location,
+            "cause": None,
+            "location": None,
             "reproduce": with_rerun(on_fs(reproduce(spec, case,
                                                     self.settings.backend,
                                                     self.settings.models,
@@ -101,34 +127,31 @@ class CaseResult:
                      "signal": run.signal if run else None,
                      "timed_out": run.timed_out if run else False},
             "stderr": run.stderr_text() if run else "",
-            "fired": fired,
+            "fired": None,
             "outside": list(run.outside) if run else [],
-            "trace_excerpt": excerpt,
+            "trace_excerpt": None,
             "dir": "",
             "duration": round(run.duration, 6) if run else 0.0,
         }
-        if run is not None and max(run.stdout_size, run.stderr_size) > \
-                runner.OUTPUT_CAP:
-            # what the program wrote, of which OUTPUT_CAP bytes are kept
-            res["output"] = {"stdout": run.stdout_size,
-                             "stderr": run.stderr_size}
-        tracecut.note(res, out)
-        if out is not None and (finding or self.settings.keep):
-            # a power-loss or baseline finding too: the crash state that
-            # decided it, laid out, is what a person wants to look at
-            crash = next((st for st in self.last_states
-                          if verdict.state and st.label == verdict.state), None)
-            try:
-                steps = trace.steps(out.records)
-                res["dir"] = save_case_dir(
-                    self.settings.out, res, out,
-                    [fmt(r) for r in kept_ends(steps)], combo, crash=crash,
-                    steps=len(steps))
-            except (OSError, shutil.Error, trace.TraceError,
-                    explorer.ExplorerError) as e:
-                # the verdict stands; where to look is gone
-                res["dir_error"] = f"its directory could not be saved: {e}"
-        return res
+
+    def keep_case_dir(self, res, combo, verdict, out):
+        """Save the case directory of RES (res["dir"]), or say in
+        res["dir_error"] why it could not be."""
+        # a power-loss or baseline finding too: the crash state that
+        # decided it, laid out, is what a person wants to look at
+        crash = next((st for st in self.last_states
+                      if verdict.state and st.label == verdict.state), None)
+        fmt = call_text(out)
+        try:
+            steps = trace.steps(out.records)
+            res["dir"] = save_case_dir(
+                self.settings.out, res, out,
+                [fmt(r) for r in kept_ends(steps)], combo, crash=crash,
+                steps=len(steps))
+        except (OSError, shutil.Error, trace.TraceError,
+                explorer.ExplorerError) as e:
+            # the verdict stands; where to look is gone
+            res["dir_error"] = f"its directory could not be saved: {e}"
 
     def target_history(self, case, combo, out):
         """(renamed over, removed): whether the program renamed a file
@@ -188,3 +211,13 @@ class CaseResult:
         if location is not None:
             text += f" ({entry['call']} at {location['text']})"
         return entry, location, text
+
+
+def call_text(out):
+    """A function giving a record of OUT's trace as a line of text, its
+    paths relative to the run's directory and scratch."""
+    base, root = str(out.workdir), str(out.scratch)
+
+    def fmt(rec):
+        return trace.format_call(rec, base, root=root)
+    return fmt

@@ -269,64 +269,85 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         if case.error and case.error.startswith("the baseline could not"):
             return self.failed(case, case.error)
         if case.error:
-            out = load_run(self.work / combo.prefix)
-            verdict = oracle.Verdict("harness-error", case.error, (
-                SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
-                else tracecut.CUT_WHY if case.error.startswith(tracecut.PREFIX)
-                else ESCAPE_WHY if case.error.startswith("escapes the scratch")
-                else FAILED_ALONE_WHY if FAILED_ALONE in case.error
-                else
-                "The baseline run's trace does not show what the program "
-                "did to its files, so no fault could reach it and no power "
-                "cut could be simulated: this says nothing about the "
-                "program and is never a pass. The preload sees calls made "
-                "through the dynamic C library, the system-call backend "
-                "(--backend=syscall) the system calls of any program, "
-                "neither I/O through io_uring (faults/CALLS.md; README, "
-                "What crashcheck sees)."))
-            return self.result(case, combo, verdict, out, states=0)
+            return self.baseline_failed(case, combo)
         if case.unstable:
-            out = load_run(self.work / combo.prefix)
-            self.last_out = out
-            verdict = oracle.Verdict("harness-error", case.unstable, (
-                "The program was run twice with the same inputs and made "
-                "its calls on the work directory otherwise the second "
-                "time: its threads or processes race, or it reads the "
-                "clock or random numbers. A fault case is aimed at a call "
-                "by the file it is on and its number among that file's "
-                "calls (write(target.tmp)#3); at these calls it could hit "
-                "another than the one planned, so none is aimed there, "
-                "and this is never a pass. The other cases stand: each "
-                "checks that its fault hit the call it was aimed at."))
-            return self.result(case, combo, verdict, out, states=0)
+            return self.baseline_unstable(case, combo)
         if case.kind == "powerloss" and realfs.fs_of(case.model):
             return self.real_powerloss(case, combo, base)
         if case.kind == "powerloss":
-            out, points = self.baseline_points(combo, case.model)
-            self.last_out = out
-            if outlived(out.run):
-                # the trace may lack the late writes of what outlived it
-                return self.result(case, combo, outlived_verdict(out.run),
-                                   out, states=0, keep=False)
-            point = points[case.point]
-            st = self.states(combo, [point], label=point_label(case))
-            renamed, removed = self.first_rename(combo, out)
-            verdict = oracle.judge(oracle.Outcome(
-                status=out.run.status, crash_states=st, **self.visible(combo, out),
-                target_name=target_name(combo.spec),
-                target_renamed=renamed is not None and renamed <= point.seq,
-                target_removed=removed is not None and removed <= point.seq,
-                calls=self.baseline_calls(combo, out),
-                order=causes.History(out.records, str(out.workdir), point.seq),
-                synced_after=frozenset(
-                    name for seq, name in self.baseline_sync_seqs(combo, out)
-                    if seq > point.seq), **base))
-            return self.result(case, combo, verdict, out, states=len(st),
-                                keep=False, upto=point.seq)
+            return self.model_powerloss(case, combo, base)
         if case.kind == "baseline":
             out = load_run(self.work / combo.prefix)
             self.last_out = out
             return self.judge_run(case, combo, out, base, keep=False)
+        return self.fault_case(case, combo, base)
+
+    def baseline_failed(self, case, combo):
+        """The harness-error of a case whose baseline left it CASE.error
+        (its scratch, its trace cut, an escape, a failure alone, a trace
+        that shows nothing), with the explanation of its kind."""
+        out = load_run(self.work / combo.prefix)
+        verdict = oracle.Verdict("harness-error", case.error, (
+            SCRATCH_WHY if case.error.startswith("crashcheck's scratch")
+            else tracecut.CUT_WHY if case.error.startswith(tracecut.PREFIX)
+            else ESCAPE_WHY if case.error.startswith("escapes the scratch")
+            else FAILED_ALONE_WHY if FAILED_ALONE in case.error
+            else
+            "The baseline run's trace does not show what the program "
+            "did to its files, so no fault could reach it and no power "
+            "cut could be simulated: this says nothing about the "
+            "program and is never a pass. The preload sees calls made "
+            "through the dynamic C library, the system-call backend "
+            "(--backend=syscall) the system calls of any program, "
+            "neither I/O through io_uring (faults/CALLS.md; README, "
+            "What crashcheck sees)."))
+        return self.result(case, combo, verdict, out, states=0)
+
+    def baseline_unstable(self, case, combo):
+        """The harness-error of a case at calls its baseline made
+        otherwise when run again (CASE.unstable)."""
+        out = load_run(self.work / combo.prefix)
+        self.last_out = out
+        verdict = oracle.Verdict("harness-error", case.unstable, (
+            "The program was run twice with the same inputs and made "
+            "its calls on the work directory otherwise the second "
+            "time: its threads or processes race, or it reads the "
+            "clock or random numbers. A fault case is aimed at a call "
+            "by the file it is on and its number among that file's "
+            "calls (write(target.tmp)#3); at these calls it could hit "
+            "another than the one planned, so none is aimed there, "
+            "and this is never a pass. The other cases stand: each "
+            "checks that its fault hit the call it was aimed at."))
+        return self.result(case, combo, verdict, out, states=0)
+
+    def model_powerloss(self, case, combo, base):
+        """A power-loss case under a crash model: its crash point's
+        states of the combo's baseline, explored once per process."""
+        out, points = self.baseline_points(combo, case.model)
+        self.last_out = out
+        if outlived(out.run):
+            # the trace may lack the late writes of what outlived it
+            return self.result(case, combo, outlived_verdict(out.run),
+                               out, states=0, keep=False)
+        point = points[case.point]
+        st = self.states(combo, [point], label=point_label(case))
+        renamed, removed = self.first_rename(combo, out)
+        verdict = oracle.judge(oracle.Outcome(
+            status=out.run.status, crash_states=st, **self.visible(combo, out),
+            target_name=target_name(combo.spec),
+            target_renamed=renamed is not None and renamed <= point.seq,
+            target_removed=removed is not None and removed <= point.seq,
+            calls=self.baseline_calls(combo, out),
+            order=causes.History(out.records, str(out.workdir), point.seq),
+            synced_after=frozenset(
+                name for seq, name in self.baseline_sync_seqs(combo, out)
+                if seq > point.seq), **base))
+        return self.result(case, combo, verdict, out, states=len(st),
+                           keep=False, upto=point.seq)
+
+    def fault_case(self, case, combo, base):
+        """A fault case: its run in a scratch of this process, lite or
+        thin first where it may, whole again where that cannot stand."""
         scratch, reuse = self.scratch_for(combo, case)
         ok = False
         try:
