@@ -235,64 +235,95 @@ def state_cause(o, st, verdict, claimed):
     the property it breaks (properties.py), the advice that follows from
     it and from the calls the program made, the change that decided it,
     and the state's account of what persisted, never contradicting the
-    state shown."""
+    state shown. The first of the steps below that names one decides."""
     lost = _lost_changes(st)
-    target = o.target_name
     why = _why(st)
     rule = _fitted_rule(o, st, o.calls, fallback=verdict == "not-durable")
-    change = _deciding_change(st, rule, target)
-    kinds = {k for k, _, _ in lost}
-    # a failed sync dropped what the state lost: what the program did
-    # after the failure decides, not where a sync is missing
+    change = _deciding_change(st, rule, o.target_name)
+    return (_failed_sync_cause(o, lost, rule, change, why)
+            or _skipped_sync_cause(o, lost, why)
+            or _midway_cause(o, st, lost, rule, change, why)
+            or _torn_append_cause(o, st, lost, why)
+            or _ordering_cause(o, st, lost, rule, change, why)
+            or _target_cause(o, st, verdict, claimed, lost, rule, change,
+                             why))
+
+
+def _failed_sync_cause(o, lost, rule, change, why):
+    """A failed sync dropped what the state lost: what the program did
+    after the failure decides, not where a sync is missing."""
+    target = o.target_name
     failed = next(((k, n) for k, n, _ in lost if k == "sync-failure"), None)
-    if failed is not None or rule in (RULE_NO_SYNC_RETRY, RULE_FSYNC_FAILED):
-        change = failed or change
-        if o.fault_retried and sync_call(o.call or ""):
-            return "error/unreported", RULE_NO_SYNC_RETRY, change, why
-        if o.status not in (0, None) and target is not None and \
-                not o.target_renamed and not o.target_removed:
-            # it stopped at the failure and said so: what the failed sync
-            # dropped was the target itself, being rewritten in place
-            return ("atomicity/calls", RULE_IN_PLACE, ("overwrite", target),
-                    why)
-        return "error/ignored", RULE_SYNC_FAILED, change, why
-    # the fault made the program skip a sync it makes otherwise (unless
-    # the program loses this data without the fault too: that defect)
+    if failed is None and rule not in (RULE_NO_SYNC_RETRY, RULE_FSYNC_FAILED):
+        return None
+    change = failed or change
+    if o.fault_retried and sync_call(o.call or ""):
+        return "error/unreported", RULE_NO_SYNC_RETRY, change, why
+    if o.status not in (0, None) and target is not None and \
+            not o.target_renamed and not o.target_removed:
+        # it stopped at the failure and said so: what the failed sync
+        # dropped was the target itself, being rewritten in place
+        return ("atomicity/calls", RULE_IN_PLACE, ("overwrite", target),
+                why)
+    return "error/ignored", RULE_SYNC_FAILED, change, why
+
+
+def _skipped_sync_cause(o, lost, why):
+    """The fault made the program skip a sync it makes otherwise (unless
+    the program loses this data without the fault too: that defect)."""
     skipped = None if o.known_at_risk else _skipped(o, lost)
-    if skipped is not None:
-        call = o.call.split("#")[0]
-        name = skipped[1]
-        why = (f"{why}; the failed {call} made the program skip the sync of "
-               f"'{_home(skipped, name)}' it makes in a run without the fault")
-        return "error/ignored", skipped_rule(call), skipped, why
-    if not lost and getattr(st, "lost", None) is not None:
-        # everything the program had done by then reached the disk, and
-        # that is itself neither old nor new: it was midway
-        why = ("every change the trace shows the program making by this "
-               "point reached the disk, and that is itself neither the old "
-               "content nor the new: the program was in the middle of its "
-               "update")
-        if o.contract == "tree":
-            return "atomicity/calls", rule or TREE_FIX.rstrip("."), change, why
-        prop = "atomicity/calls"
-        if change is None and target is not None:
-            if o.target_renamed:
-                rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
-                if o.fault_fired and o.kind in HARD:
-                    # it went on past its failed call to the rename
-                    prop = "error/ignored"
-            elif o.target_removed:
-                rule, change = RULE_KEEP_TARGET, ("unlink", target)
-            else:
-                rule, change = RULE_IN_PLACE, ("overwrite", target)
-        # an update made in place is half done at a power cut, whatever
-        # reaches the disk: the explorer's rule for it
-        return prop, rule or RULE_IN_PLACE, change, why
+    if skipped is None:
+        return None
+    call = o.call.split("#")[0]
+    name = skipped[1]
+    why = (f"{why}; the failed {call} made the program skip the sync of "
+           f"'{_home(skipped, name)}' it makes in a run without the fault")
+    return "error/ignored", skipped_rule(call), skipped, why
+
+
+def _midway_cause(o, st, lost, rule, change, why):
+    """The state lost nothing: everything the program had done by then
+    reached the disk, and that is itself neither old nor new: it was
+    midway."""
+    if lost or getattr(st, "lost", None) is None:
+        return None
+    target = o.target_name
+    why = ("every change the trace shows the program making by this "
+           "point reached the disk, and that is itself neither the old "
+           "content nor the new: the program was in the middle of its "
+           "update")
+    if o.contract == "tree":
+        return "atomicity/calls", rule or TREE_FIX.rstrip("."), change, why
+    prop = "atomicity/calls"
+    if change is None and target is not None:
+        if o.target_renamed:
+            rule, change = RULE_WHOLE_BEFORE_RENAME, ("rename", target)
+            if o.fault_fired and o.kind in HARD:
+                # it went on past its failed call to the rename
+                prop = "error/ignored"
+        elif o.target_removed:
+            rule, change = RULE_KEEP_TARGET, ("unlink", target)
+        else:
+            rule, change = RULE_IN_PLACE, ("overwrite", target)
+    # an update made in place is half done at a power cut, whatever
+    # reaches the disk: the explorer's rule for it
+    return prop, rule or RULE_IN_PLACE, change, why
+
+
+def _torn_append_cause(o, st, lost, why):
+    """An append cut between its write and the sync the program makes
+    after this point (_torn_append)."""
     appended = _torn_append(o, st, lost)
-    if appended is not None:
-        why = (f"{why}; the program syncs '{appended}' after this point, so "
-               "the append was cut between its write and its sync")
-        return "atomicity/append", RULE_APPEND, ("data", appended), why
+    if appended is None:
+        return None
+    why = (f"{why}; the program syncs '{appended}' after this point, so "
+           "the append was cut between its write and its sync")
+    return "atomicity/append", RULE_APPEND, ("data", appended), why
+
+
+def _ordering_cause(o, st, lost, rule, change, why):
+    """A change the state kept, made after one it lost (Outcome.order),
+    or the new name of a file whose data did not persist."""
     later = o.order.later(st) if o.order is not None else None
     if later is not None:
         first, then = later
@@ -303,14 +334,21 @@ def state_cause(o, st, verdict, claimed):
         # the explorer's own account says it: the new name of a file
         # whose data did not persist reached the disk (pending or synced)
         later = (None, None)
-    if later is not None:
-        first, then = later
-        if rule in _TARGET_ORDER_RULES or then is None:
-            return "ordering", rule, change or ("rename", target), why
-        # the defect is where the program made the change that depends
-        # on what it had not made durable: one place, whichever file
-        # each state lost (git's ref update, gzip's removal of its input)
-        return "ordering", RULE_ORDER, (then[0], then[1]), why
+    if later is None:
+        return None
+    _, then = later
+    if rule in _TARGET_ORDER_RULES or then is None:
+        return "ordering", rule, change or ("rename", o.target_name), why
+    # the defect is where the program made the change that depends
+    # on what it had not made durable: one place, whichever file
+    # each state lost (git's ref update, gzip's removal of its input)
+    return "ordering", RULE_ORDER, (then[0], then[1]), why
+
+
+def _target_cause(o, st, verdict, claimed, lost, rule, change, why):
+    """What happened to the target itself: not durable after the claim,
+    or, before it, an update half on the disk."""
+    target = o.target_name
     if change is None and verdict == "torn" and target is not None:
         # a state as torn as what a read saw then: the program had
         # renamed an incomplete file over the target, removed the target
@@ -333,6 +371,7 @@ def state_cause(o, st, verdict, claimed):
     # disk, in one write's blocks (existing blocks of one file overwritten
     # in place, torn, nothing else of that file pending: no truncation,
     # no new size) or across several calls
+    kinds = {k for k, _, _ in lost}
     files = {n for _, n, _ in lost}
     one = kinds <= {"blocks", "torn"} and len(files) == 1 and not any(
         n in files for _, n, _ in _change_fields_all(st))
