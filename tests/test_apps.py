@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine import cases as casesmod, spec as specmod
-from harness.judging import oracle
+from harness.judging import rules
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -536,7 +536,7 @@ def test_git_recipe_commit_is_not_durable_and_a_failed_reflog_append_is_judged(
     # (their link, the ref naming them): ordering, not a missing fsync
     # before exit
     assert lost["property"] == "ordering", lost
-    assert lost["cause"]["rule"] == oracle.RULE_ORDER, lost
+    assert lost["cause"]["rule"] == rules.RULE_ORDER, lost
     # git stops (exit 128) after its objects and ref are in place; a
     # power cut after its exit finds the same ordering (crash-model.md:
     # old or new after a reported failure too)

@@ -90,15 +90,15 @@ SWEEP_MODULES = ("sweep", "judge", "realcrash", "partruns", "caseresult",
                  "execute", "records", "cases")
 
 
-def sweep_imports_upwards(root=ROOT):
+def sweep_imports_upwards(root=ROOT, package="engine", modules=SWEEP_MODULES):
     wrong = []
-    for i, name in enumerate(SWEEP_MODULES):
-        path = root / "harness" / "engine" / f"{name}.py"
+    for i, name in enumerate(modules):
+        path = root / "harness" / package / f"{name}.py"
         for line, module in imports_of(path, root):
             parts = module.split(".")
-            if parts[:2] != ["harness", "engine"] or len(parts) < 3:
+            if parts[:2] != ["harness", package] or len(parts) < 3:
                 continue
-            if parts[2] in SWEEP_MODULES[:i + 1] and parts[2] != name:
+            if parts[2] in modules[:i + 1] and parts[2] != name:
                 wrong.append(f"{path.relative_to(root)}:{line}: "
                              f"{name} imports {module}")
     return wrong
@@ -122,3 +122,29 @@ def test_the_check_sees_a_sweep_module_import_one_above_it(tmp_path):
         "harness/engine/baseline.py:2: baseline imports harness.engine.judge",
         "harness/engine/baseline.py:2: "
         "baseline imports harness.engine.judge.Judge"]
+
+
+# The oracle's modules in judging/ (docs/design.md, "Layers"), highest
+# first, in the same way: judge() and its steps, then its parts.
+ORACLE_MODULES = ("oracle", "statecause", "explanations", "contracts",
+                  "rules", "outcome", "messages")
+
+
+def test_the_oracles_modules_import_only_those_below():
+    assert sweep_imports_upwards(package="judging",
+                                 modules=ORACLE_MODULES) == []
+
+
+def test_the_check_sees_an_oracle_module_import_one_above_it(tmp_path):
+    """The data types reaching up for the oracle's words is a cycle in
+    the making; the oracle's import of them is not."""
+    judging = tmp_path / "harness" / "judging"
+    judging.mkdir(parents=True)
+    for name in ORACLE_MODULES:
+        (judging / f"{name}.py").write_text("")
+    (judging / "outcome.py").write_text("from .explanations import fault\n")
+    (judging / "oracle.py").write_text("from .outcome import Outcome\n")
+    assert sweep_imports_upwards(tmp_path, "judging", ORACLE_MODULES) == [
+        "harness/judging/outcome.py:1: outcome imports harness.judging.explanations",
+        "harness/judging/outcome.py:1: "
+        "outcome imports harness.judging.explanations.fault"]

@@ -10,6 +10,8 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E402
 from harness.judging import oracle as O  # noqa: E402
+from harness.judging import messages, rules  # noqa: E402
+from harness.judging import outcome as outcome_mod  # noqa: E402
 from harness.judging import payload as P  # noqa: E402
 
 B = P.BLOCK
@@ -222,7 +224,7 @@ def test_every_verdict_is_reachable():
 
 
 def test_findings_are_the_verdicts_that_catch_something():
-    assert set(O.FINDINGS) == set(O.VERDICTS) - {"ok", "skipped", "harness-error"}
+    assert set(outcome_mod.FINDINGS) == set(O.VERDICTS) - {"ok", "skipped", "harness-error"}
 
 
 # --------------------------------------------------------------- priority
@@ -387,9 +389,9 @@ def test_plan_coordinates(plan, call, errno_name):
 
 
 def test_strerror():
-    assert O.strerror("EIO") == "Input/output error"
-    assert O.strerror("ENOSPC") == "No space left on device"
-    assert O.strerror("EBOGUS") == "EBOGUS"
+    assert messages.strerror("EIO") == "Input/output error"
+    assert messages.strerror("ENOSPC") == "No space left on device"
+    assert messages.strerror("EBOGUS") == "EBOGUS"
 
 
 @pytest.mark.parametrize("stderr, name, call, named", [
@@ -404,7 +406,7 @@ def test_strerror():
     ("replace: fsyncing failed: Input/output error", "EIO", "fsync", False),
 ])
 def test_stderr_names_failure(stderr, name, call, named):
-    assert O.stderr_names_failure(stderr, name, call) is named
+    assert messages.stderr_names_failure(stderr, name, call) is named
 
 
 # ------------------------------------------- errors a program recovers from
@@ -440,9 +442,9 @@ def test_silent_and_safe_is_ignored_error_ranked_below_data_loss():
                               prop="error/ignored")
     assert v.severity == "warning"
     assert O.VERDICTS.index("ignored-error") > max(
-        O.VERDICTS.index(x) for x in O.LOSES_DATA)
+        O.VERDICTS.index(x) for x in outcome_mod.LOSES_DATA)
     assert O.VERDICTS.index("ignored-error") > O.VERDICTS.index("gave-up-on-transient")
-    assert "ignored-error" in O.FINDINGS
+    assert "ignored-error" in outcome_mod.FINDINGS
 
 
 def test_silent_and_at_risk_is_unreported_error():
@@ -463,7 +465,7 @@ def test_a_retried_fsync_is_judged_by_its_crash_states():
     assert "failed with EIO (Input/output error), it called fsync again, and " \
         "crash state 'after exit, state 1'" in v.finding
     assert "Do not retry a failed fsync" in v.explanation
-    assert v.cause == O.Cause(O.RULE_NO_SYNC_RETRY, call="fsync#1",
+    assert v.cause == O.Cause(rules.RULE_NO_SYNC_RETRY, call="fsync#1",
                               prop="error/unreported")
     # the same retry with a message naming the error: said, still lost
     v = O.judge(recovered(fault_retried=True, crash_states=[
@@ -515,7 +517,7 @@ def test_exit_non_zero_is_a_report_for_an_audited_program():
     ("", "EIO", "fsync#1", False, False),
 ])
 def test_noticed(stderr, errno_name, call, strict, seen):
-    assert O.noticed(stderr, errno_name, call, strict) is seen
+    assert messages.noticed(stderr, errno_name, call, strict) is seen
 
 
 # ------------------------------------------------- advice that fits the program
@@ -651,13 +653,13 @@ def test_a_target_moved_away_and_left_incomplete():
     o = eio(plan="open#8=EIO", target=b"", stderr="", target_removed=True)
     v = O.judge(o)
     assert v.verdict == "torn"
-    assert v.cause == O.Cause(O.RULE_KEEP_TARGET, change=("unlink", "target"),
+    assert v.cause == O.Cause(rules.RULE_KEEP_TARGET, change=("unlink", "target"),
                               prop="atomicity/calls")
     assert "moved the old one away" in v.explanation
     assert "rewrit" not in v.explanation and "in place:" not in v.explanation
     # renamed over beats moved away: the rename is the step that was early
     v = O.judge(eio(target=b"", target_removed=True, target_renamed=True))
-    assert v.cause.rule == O.RULE_WHOLE_BEFORE_RENAME
+    assert v.cause.rule == rules.RULE_WHOLE_BEFORE_RENAME
 
 
 def test_a_program_that_made_a_new_file_under_the_name_is_not_told_to_rename():

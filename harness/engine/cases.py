@@ -16,12 +16,12 @@ from pathlib import Path
 
 from .. import ROOT
 from . import tracecut
-from ..judging import models, oracle, payload
+from ..judging import models, outcome, payload
 
 # The fault classes and the crash models, as the oracle defines them; a
 # sweep not told which models judges under DEFAULT_MODELS.
-KINDS = oracle.KINDS
-MODELS = oracle.MODELS
+KINDS = outcome.KINDS
+MODELS = outcome.MODELS
 DEFAULT_MODELS = models.DEFAULT
 
 # Names inside a run's scratch directory. The program runs in WORK with

@@ -134,7 +134,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..judging import models as modelsmod
-from ..judging.oracle import FINDINGS, KINDS, MODELS
+from ..judging.outcome import FINDINGS, KINDS, MODELS
 from .realfs import MODELS as REAL_MODELS
 
 MAX_SIZE = 64 << 20

@@ -2,7 +2,7 @@
 defect.
 
 The oracle judges an outcome and names the cause of a finding
-(oracle.Cause: the rule broken, and the call or crash-state change that
+(outcome.Cause: the rule broken, and the call or crash-state change that
 decided it). This module works on the trace around it:
 
 - on_data_path(): whether a faulted call could lose or corrupt data
@@ -27,6 +27,7 @@ import re
 
 from .. import calls as calls_mod, coords
 from . import symbols
+from .outcome import Cause
 
 OPEN_CALLS = frozenset(("open", "open64", "openat", "openat64", "creat",
                         "creat64", "fopen", "fopen64", "freopen"))
@@ -172,7 +173,7 @@ def named(path, name, base):
 
 
 def deciding_record(cause, records, faulted=(), base=None, upto=None):
-    """The call record behind CAUSE (an oracle.Cause), or None: the
+    """The call record behind CAUSE (an outcome.Cause), or None: the
     faulted call for a cause with a call; for a crash state's change the
     call that made it, among the records up to seq UPTO (the crash point;
     None: all). BASE is the work directory the names are relative to."""
@@ -387,7 +388,6 @@ class History:
         key = (kind, name)
         if key not in self._seqs:
             want = "data" if kind in _DATA_KINDS else kind
-            from .oracle import Cause
             rec = deciding_record(Cause("", change=(want, name)), self.records,
                                   base=self.base)
             self._seqs[key] = rec["seq"] if rec is not None else None
@@ -448,7 +448,6 @@ class History:
         return rec is not None and "O_APPEND" in (rec.get("flags") or ())
 
     def _data_record(self, name):
-        from .oracle import Cause
         return deciding_record(Cause("", change=("data", name)), self.records,
                                base=self.base)
 
