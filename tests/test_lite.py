@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import payload
 from harness.engine import (cases as casesmod, judge as judgemod,  # noqa: E402
-                            runner, sweep)
+                            partruns, runner, sweep)
 from harness.engine import spec as specmod  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_hardening import write_spec  # noqa: E402
@@ -312,7 +312,7 @@ def test_lite_runs_stand_where_the_program_stops(three):
     assert sum(i.startswith("writer-") for i in stood) > 300
     for i in stood:
         res, runs = lite[i]
-        assert res["kind"] in judgemod.LITE_KINDS and len(runs) == 1
+        assert res["kind"] in partruns.LITE_KINDS and len(runs) == 1
         assert res["verdict"] == "ok" and res["exit"]["status"] != 0 \
             and res["states"] == 0
 
@@ -331,17 +331,17 @@ def test_a_lite_run_starts_at_its_faulted_call_unless_it_persists_near_the_start
         # the call a fault fired on, or the crash record of one
         return out.trace_from, [r["seq"] for r in out.faulted()][:1]
     got, _ = judged(tmp_path, specs, True,
-                    kinds=("baseline",) + judgemod.LITE_KINDS, note=note)
+                    kinds=("baseline",) + partruns.LITE_KINDS, note=note)
     lite = [(res, runs) for res, runs in got.values()
-            if res["kind"] in judgemod.LITE_KINDS]
+            if res["kind"] in partruns.LITE_KINDS]
     stood = [runs[0] for res, runs in lite
              if len(runs) == 1 and runs[0][0] is not None]
     assert len(stood) > 300 and all([start] == seqs for start, seqs in stood)
     persist = [runs for res, runs in lite if "+=" in res["plan"]]
     near = [runs for runs in persist
-            if runs[0][1] and runs[0][1][0] <= judgemod.PERSIST_WHOLE_WITHIN]
+            if runs[0][1] and runs[0][1][0] <= partruns.PERSIST_WHOLE_WITHIN]
     far = [runs for runs in persist
-           if runs[0][1] and runs[0][1][0] > judgemod.PERSIST_WHOLE_WITHIN]
+           if runs[0][1] and runs[0][1][0] > partruns.PERSIST_WHOLE_WITHIN]
     assert len(near) > 20 and all(runs == [(None, runs[0][1])] for runs in near)
     assert len(far) > 20 and all(runs[0][0] == runs[0][1][0] for runs in far)
 
@@ -391,7 +391,7 @@ def assert_two_misses_per_kind(lite, prefix):
     def key(res):
         return res["kind"], "+=" in res["plan"]
     mine = [(key(res), runs) for i, (res, runs) in lite.items()
-            if i.startswith(prefix) and res["kind"] in judgemod.LITE_KINDS]
+            if i.startswith(prefix) and res["kind"] in partruns.LITE_KINDS]
     tried = [k for k, runs in mine if runs[0] is not None]
     assert sorted(tried) == sorted([k for k in {k for k, runs in mine}] * 2)
     assert all(runs[1:] == [None] for k, runs in mine if runs[0] is not None)

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # noqa: E402
 from harness.judging import explorer, payload
-from harness.engine import judge, runner  # noqa: E402
+from harness.engine import partruns, runner  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
 from test_lite import KEYS, FIELDS, build, judged, spec_file  # noqa: E402
 from test_recorder import syscalls_of_100_writes  # noqa: E402
@@ -244,15 +244,15 @@ def test_the_replay_refuses_a_thin_write(tmp_path, built):
     assert run.status == 0
     with pytest.raises(explorer.ThinRecord, match="a thin write"):
         explorer.explore_exit(records, tmp_path / "snaps", exit_ok=True)
-    assert not judge.thin_unread(records)
+    assert not partruns.thin_unread(records)
     lazy = trace_mod.Lazy.load(tmp_path / "trace.jsonl")
-    assert lazy.thin() and not judge.thin_unread(lazy.for_exit())
+    assert lazy.thin() and not partruns.thin_unread(lazy.for_exit())
 
     run, records = recorded(tmp_path / "w", [built["bench-writer"], "100"],
                             full=(10 ** 9, 10 ** 9))
     lazy = trace_mod.Lazy.load(tmp_path / "w" / "trace.jsonl")
     moot = lazy.for_exit()
-    assert run.status == 0 and judge.thin_unread(moot)
+    assert run.status == 0 and partruns.thin_unread(moot)
     assert any(r.__class__ is explorer.Moot for r in moot)
     got = explorer.explore_exit(moot, tmp_path / "w" / "snaps", exit_ok=True,
                                 moot_full=False)
@@ -273,9 +273,9 @@ def test_thin_unread_takes_no_write_of_a_moot_file_outside_its_run():
     write = {"ev": "call", "seq": 9, "call": "write", "ino": 7, "ret": 2}
     other = dict(write, ino=8)
     failed = dict(write, ret=-1)
-    assert judge.thin_unread([moot, other, failed])
-    assert not judge.thin_unread([moot, write])
-    assert not judge.thin_unread([dict(other, thin=True)])
+    assert partruns.thin_unread([moot, other, failed])
+    assert not partruns.thin_unread([moot, write])
+    assert not partruns.thin_unread([dict(other, thin=True)])
 
 
 # --- the sweep ----------------------------------------------------------------
@@ -303,7 +303,7 @@ def four(built, tmp_path_factory):
                        [9000]),
              spec_file(tmp, "giveup", [built["scribble"], "giveup", "150"],
                        [9000])]
-    kinds = ("baseline",) + judge.THIN_KINDS
+    kinds = ("baseline",) + partruns.THIN_KINDS
     return (judged(tmp, specs, True, kinds=kinds, note=note),
             judged(tmp, specs, False, kinds=kinds, note=note))
 
@@ -327,7 +327,7 @@ def test_thin_runs_stand_where_the_program_fsyncs(four):
     (thin, _), _ = four
     for name in ("writer-", "tee-"):
         mine = {i: v for i, v in thin.items() if i.startswith(name)
-                and v[0]["kind"] in judge.THIN_KINDS}
+                and v[0]["kind"] in partruns.THIN_KINDS}
         assert len(mine) > 250
         assert all(len(runs) == 1 and runs[0][0] is not None
                    for res, runs in mine.values())
@@ -343,9 +343,9 @@ def test_thin_runs_whose_writes_are_needed_run_again_whole(four):
     kind's cases are whole from the start."""
     (thin, _), _ = four
     mine = [(res["kind"], runs) for i, (res, runs) in thin.items()
-            if i.startswith("nosync-") and res["kind"] in judge.THIN_KINDS]
+            if i.startswith("nosync-") and res["kind"] in partruns.THIN_KINDS]
     tried = [k for k, runs in mine if runs[0][0] is not None]
-    assert sorted(tried) == sorted(list(judge.THIN_KINDS) * 2)
+    assert sorted(tried) == sorted(list(partruns.THIN_KINDS) * 2)
     assert all(runs[0][1] and runs[1:] == [(None, False)]
                for k, runs in mine if runs[0][0] is not None)
 
@@ -359,7 +359,7 @@ def test_a_finding_of_a_thin_run_runs_again_whole(four, name, status):
     giveup's before its first thin write, is a whole one, and stands.)"""
     (thin, _), (whole, _) = four
     mine = [(res, runs) for i, (res, runs) in thin.items()
-            if i.startswith(name) and res["kind"] in judge.THIN_KINDS]
+            if i.startswith(name) and res["kind"] in partruns.THIN_KINDS]
     found = [runs for res, runs in mine if res["verdict"] != "ok"
              and res["exit"]["status"] == status]
     assert len(found) > 250
@@ -374,7 +374,7 @@ def test_a_thin_run_with_no_thin_line_stands(four):
     ones, and stand, findings too."""
     (thin, _), _ = four
     mine = [(res, runs) for i, (res, runs) in thin.items()
-            if i.startswith("osync-") and res["kind"] in judge.THIN_KINDS]
+            if i.startswith("osync-") and res["kind"] in partruns.THIN_KINDS]
     assert len(mine) > 250
     assert all(runs == [(runs[0][0], False)] and runs[0][0] is not None
                for res, runs in mine)
@@ -396,7 +396,7 @@ def test_a_thin_run_that_timed_out_stands_but_for_a_thin_line_in_its_excerpt(
             "hang-9000B-write(target.tmp)#100=EINTR",
             "hang-9000B-write(target.tmp)#100=short",
             "late-9000B-write(target.tmp)#1=EINTR")
-    kinds = ("baseline",) + judge.THIN_KINDS
+    kinds = ("baseline",) + partruns.THIN_KINDS
     thin, _ = judged(tmp_path / "t", specs, True, only=want.__contains__,
                      kinds=kinds, note=note)
     whole, _ = judged(tmp_path / "w", specs, False, only=want.__contains__,

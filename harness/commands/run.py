@@ -40,7 +40,19 @@ def jobs_arg(text):
 
 
 def add_sweep_options(p):
-    """Options shared by `run` and `audit`."""
+    """Options shared by `run` and `audit`, in the order --help lists
+    them."""
+    add_scope_options(p)
+    add_outcome_options(p)
+    add_scratch_options(p)
+    add_known_options(p)
+    add_execution_options(p)
+    add_budget_options(p)
+
+
+def add_scope_options(p):
+    """Where the results go, which models and fault classes, jobs, time
+    limits, the crash-state sample and the shard."""
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: results/)")
     p.add_argument("--model", metavar="MODELS",
@@ -71,6 +83,10 @@ def add_sweep_options(p):
     p.add_argument("--shard", metavar="K/N",
                    help="run only the K-th of N deterministic shards "
                         "(merge them with 'crashcheck merge')")
+
+
+def add_outcome_options(p):
+    """What is kept, and what fails the run."""
     p.add_argument("--keep", action="store_true",
                    help="keep every case's directory, not only findings'")
     p.add_argument("--strict", action="store_true",
@@ -83,6 +99,10 @@ def add_sweep_options(p):
                         "never finished), or warning too (an ignored error, a "
                         "fault that cannot happen where the program ran); "
                         "default: each spec's fail_on, else error")
+
+
+def add_scratch_options(p):
+    """Where runs' scratch goes, and how much each may take."""
     p.add_argument("--scratch", metavar="DIR",
                    help="where the runs' scratch directories go (default: "
                         "/dev/shm while it has room, else the temporary "
@@ -100,6 +120,10 @@ def add_sweep_options(p):
     p.add_argument("--home", action="store_true",
                    help="give each run an empty HOME of its own in its "
                         "scratch (every run has its own TMPDIR there)")
+
+
+def add_known_options(p):
+    """Findings already known, and those accepted."""
     p.add_argument("--baseline", metavar="FILE",
                    help="an earlier run's results.json: its findings are "
                         "known (reported, not failing), new ones fail, "
@@ -109,6 +133,10 @@ def add_sweep_options(p):
                         "([[ignore]] case, verdict, reason; default: "
                         ".crashcheck.toml in the current directory, when "
                         "there is one)")
+
+
+def add_execution_options(p):
+    """How the program runs and is intercepted, and where."""
     p.add_argument("--exec-each", action="store_true",
                    help="exec the program for every case instead of forking "
                         "it from one exec per command line (slower; the "
@@ -131,6 +159,10 @@ def add_sweep_options(p):
                         "'4*ssh=HOST//python=/usr/bin/python3' (four on "
                         "HOST, which needs the same tree built at the same "
                         "path); the reports are those of a local run")
+
+
+def add_budget_options(p):
+    """How many cases run: the budget, every one, or a sample."""
     p.add_argument("--budget", metavar="TIME",
                    help="how long the cases may take, as estimated from "
                         "the baselines (e.g. 90s, 10m, 2h, or 0 for no "

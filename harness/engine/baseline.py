@@ -329,30 +329,49 @@ def found_of(combo, out, settings, how="preload", again=None, blind=""):
     names = coords.Coords(out.records, workdir, globs)
     table = calls.table()
     targeted = targeted_calls(out.records, out.workdir, settings.all_calls)
-    faults_found = []       # (group, Case), in trace order
+    faults_found = fault_cases(pre, targeted, names, skip, table, workdir,
+                               settings, how)
+    found = Found(cases, faults_found, calls=len(targeted))
+    if "powerloss" in settings.kinds and run.status == 0:
+        powerloss_cases(found, combo, out, settings, how, names, table)
+    return found
+
+
+def call_faults(rec, before, table):
+    """The fault classes a traced call REC is faulted with (BEFORE: the
+    targeted call before it, or None)."""
+    call = rec["call"]
+    faults = set(table[call].faults) if call in table else set()
+    if (rec.get("len") or 0) < 2:
+        faults.discard("short")     # nothing shorter than 1 byte to write
+    if call in OPEN_CALLS and "O_CREAT" not in (rec.get("flags") or ()):
+        # open(2) fails with ENOSPC only when it creates the file: an
+        # open of an existing file (or a directory, for fsync) on a
+        # full disk succeeds, so faulting it tests nothing real.
+        faults.discard("enospc")
+    if no_change(rec):
+        # The call already fails in the recorded run (cp probing
+        # whether its target is a directory): the program's success
+        # does not rest on it, so an I/O error in its place says
+        # nothing about the data. A crash before it is the crash
+        # after the call before it, and after it the same again:
+        # one crash case for a run of such calls (a loop of close()
+        # failing with EBADF), before its first.
+        faults &= {"crash"}
+        if before is not None and no_change(before):
+            faults = set()
+    return faults
+
+
+def fault_cases(pre, targeted, names, skip, table, workdir, settings, how):
+    """[(group, Case)] of the fault cases of the TARGETED calls of combo
+    PRE's baseline, in trace order; none at the coordinates in SKIP."""
+    faults_found = []
     for i, rec in enumerate(targeted):
-        call, coord = rec["call"], names[rec]
+        coord = names[rec]
         if coord in skip:
             continue
-        faults = set(table[call].faults) if call in table else set()
-        if (rec.get("len") or 0) < 2:
-            faults.discard("short")     # nothing shorter than 1 byte to write
-        if call in OPEN_CALLS and "O_CREAT" not in (rec.get("flags") or ()):
-            # open(2) fails with ENOSPC only when it creates the file: an
-            # open of an existing file (or a directory, for fsync) on a
-            # full disk succeeds, so faulting it tests nothing real.
-            faults.discard("enospc")
-        if no_change(rec):
-            # The call already fails in the recorded run (cp probing
-            # whether its target is a directory): the program's success
-            # does not rest on it, so an I/O error in its place says
-            # nothing about the data. A crash before it is the crash
-            # after the call before it, and after it the same again:
-            # one crash case for a run of such calls (a loop of close()
-            # failing with EBADF), before its first.
-            faults &= {"crash"}
-            if i and no_change(targeted[i - 1]):
-                faults = set()
+        faults = call_faults(rec, targeted[i - 1] if i else None, table)
         sig = coords.signature(rec)
         site = call_site(rec, workdir)
         for kind, plan in fault_plans(coord, faults):
@@ -365,34 +384,39 @@ def found_of(combo, out, settings, how="preload", again=None, blind=""):
                 Case(id=f"{pre}-{plan}", combo=pre, kind=kind, plan=plan,
                      call=coord, at=rec["seq"], where=[sig[0], sig[1]],
                      backend=how)))
-    found = Found(cases, faults_found, calls=len(targeted))
-    if "powerloss" in settings.kinds and run.status == 0:
-        points = crash_point_records(out.records)
-        real = [realfs.model_of(settings.fs)] if on_real_fs(combo, settings) \
-            else []
-        every = list(settings.models) + real
-        found.models = len(every)
-        # a crash point is the state after a call: grouped as the calls
-        # are, by site and file; the two ends are points of their own
-        for i, rec in enumerate(points):
-            if not (rec is None or is_crash_point(rec, workdir, table)):
-                continue
-            key = ("start",) if rec is None and i == 0 else \
-                ("exit",) if rec is None else call_site(rec, workdir)
-            tag = "start" if i == 0 else "exit" if rec is None else names[rec]
-            per_model = []
-            for model in every:
-                # a real case's run is aimed at the call as a fault is
-                where = list(coords.signature(rec)[:2]) \
-                    if model in real and rec is not None else None
-                per_model.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
-                                      combo=pre, kind="powerloss", call=tag,
-                                      model=model, point=i,
-                                      at=rec["seq"] if rec is not None
-                                      else None,
-                                      where=where, backend=how))
-            found.points.append((key, per_model))
-    return found
+    return faults_found
+
+
+def powerloss_cases(found, combo, out, settings, how, names, table):
+    """Add to FOUND the power-loss cases of the crash points of a
+    baseline OUT that exited 0, one per model of the sweep (and the real
+    filesystem's, on one), grouped by crash point."""
+    pre, workdir = combo.prefix, str(out.workdir)
+    points = crash_point_records(out.records)
+    real = [realfs.model_of(settings.fs)] if on_real_fs(combo, settings) \
+        else []
+    every = list(settings.models) + real
+    found.models = len(every)
+    # a crash point is the state after a call: grouped as the calls
+    # are, by site and file; the two ends are points of their own
+    for i, rec in enumerate(points):
+        if not (rec is None or is_crash_point(rec, workdir, table)):
+            continue
+        key = ("start",) if rec is None and i == 0 else \
+            ("exit",) if rec is None else call_site(rec, workdir)
+        tag = "start" if i == 0 else "exit" if rec is None else names[rec]
+        per_model = []
+        for model in every:
+            # a real case's run is aimed at the call as a fault is
+            where = list(coords.signature(rec)[:2]) \
+                if model in real and rec is not None else None
+            per_model.append(Case(id=f"{pre}-powerloss@{tag}-{model}",
+                                  combo=pre, kind="powerloss", call=tag,
+                                  model=model, point=i,
+                                  at=rec["seq"] if rec is not None
+                                  else None,
+                                  where=where, backend=how))
+        found.points.append((key, per_model))
 
 
 def unstable_text(moving, most=4):

@@ -34,9 +34,9 @@ from .. import ROOT, UsageError, tree_path
 from . import auditspec, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
-from . import (baseline as baselinemod, cases as casesmod, confine, contain,
-               judge as judgemod, pool, realfs, results as resultsmod, runner,
-               spec as specmod, sweep, tracecut)
+from . import (baseline as baselinemod, cases as casesmod, checker, confine,
+               contain, judge as judgemod, pool, realfs, results as resultsmod,
+               runner, spec as specmod, sweep, tracecut, unjudgeable)
 
 CASES_FILE = sweep.CASES_FILE
 
@@ -854,6 +854,47 @@ def write_reports(config, state, results, interrupted):
     expectations not caught."""
     results.sort(key=lambda r: resultsmod.safe_name(r["id"]) + ".json")
     resultsmod.name_models(results, config.getoption("--cc-out"))
+    meta = run_meta(config, state, results, interrupted)
+    # With a selection (one case, a shard, -k) a variant's other cases did
+    # not run here: whether it was caught is decided when shards merge. An
+    # interrupted run cannot tell either (and is no pass anyway).
+    selected = bool(config.getoption("--cc-case") or config.getoption("--cc-shard")
+                    or config.getoption("keyword"))
+    not_caught = [] if selected or interrupted else \
+        resultsmod.uncaught(state.specs, results)
+    meta["not_caught"] = not_caught
+    not_run = [] if selected or interrupted else \
+        resultsmod.not_run(state.specs, results)
+    if not_run:
+        meta["not_run"] = not_run
+    state.not_fixed = resultsmod.variant_verdicts(
+        state.specs, results, {line.split(":", 1)[0] for line in not_caught})
+    state.not_run = not_run
+    sweep_facts(config, state, meta, results,
+                complete=not (selected or interrupted))
+    out = state.settings.out
+    # The teaching corpus: for each buggy variant caught, the rule, the
+    # case that caught it and the fix as a diff (harness/reports/lessons.py).
+    state.summary = report.write_all(
+        out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
+        junit=out / "junit.xml")
+    sarif.write(out / "results.sarif", results, state.summary)
+    if not selected:
+        # the reports are this run's: so are the case directories (an
+        # earlier run's go, and only crashcheck's: outdir)
+        outdir.prune_cases(out, {Path(r["dir"]).name for r in results
+                                 if r.get("dir")})
+    state.results, state.not_caught, state.meta = results, not_caught, meta
+    global SCRATCH_SHORT
+    SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
+                        r.get("explanation") == unjudgeable.SCRATCH_WHY
+                        for r in results)
+    return not_caught
+
+
+def run_meta(config, state, results, interrupted):
+    """The run's own part of results.json's meta: its command, what it
+    swept and how, when, and an audit's description."""
     meta = {
         "command": config.getoption("--cc-command") or " ".join(sys.argv),
         "expected": len(state.selected) if state.selected is not None
@@ -880,21 +921,14 @@ def write_reports(config, state, results, interrupted):
                 meta["audit"] = json.load(fh)
         except (OSError, ValueError):
             pass
-    # With a selection (one case, a shard, -k) a variant's other cases did
-    # not run here: whether it was caught is decided when shards merge. An
-    # interrupted run cannot tell either (and is no pass anyway).
-    selected = bool(config.getoption("--cc-case") or config.getoption("--cc-shard")
-                    or config.getoption("keyword"))
-    not_caught = [] if selected or interrupted else \
-        resultsmod.uncaught(state.specs, results)
-    meta["not_caught"] = not_caught
-    not_run = [] if selected or interrupted else \
-        resultsmod.not_run(state.specs, results)
-    if not_run:
-        meta["not_run"] = not_run
-    state.not_fixed = resultsmod.variant_verdicts(
-        state.specs, results, {line.split(":", 1)[0] for line in not_caught})
-    state.not_run = not_run
+    return meta
+
+
+def sweep_facts(config, state, meta, results, complete):
+    """Add to META what the sweep's work directory says: the shard, the
+    enumeration, what is known, new or fixed (COMPLETE: not a selection
+    nor interrupted), the grouping and its estimate, the backends, and
+    the checker's distinct answers."""
     # What `crashcheck merge` checks a set of shards against: every shard
     # of one run saw the same enumeration, and all N of them are there.
     shard = config.getoption("--cc-shard")
@@ -909,7 +943,7 @@ def write_reports(config, state, results, interrupted):
     # --baseline and the ignore file: what is known, new, fixed, ignored
     # (a selection cannot say that a baseline's case is gone)
     meta.update(state.policy.summary(
-        results, complete=not (selected or interrupted)))
+        results, complete=complete))
     try:
         with open(state.work / sweep.GROUPING_FILE) as fh:
             meta["grouping"] = json.load(fh)
@@ -926,34 +960,16 @@ def write_reports(config, state, results, interrupted):
     meta["backends"] = baselinemod.backends(state.work, casesmod.combos(state.specs))
     checked = {s.name for s in state.specs if s.contract in ("check", "tree")}
     if checked:
-        # a checker's answers by content (judge.CheckCache): how many
+        # a checker's answers by content (checker.CheckCache): how many
         # crash states it judged, how many of them were distinct, and how
         # many distinct directories runs left; the checker ran about once
         # per distinct one
-        distinct = judgemod.CheckCache.distinct(state.work / judgemod.CHECKS_DIR)
+        distinct = checker.CheckCache.distinct(state.work / checker.CHECKS_DIR)
         meta["checker"] = {
             "states": sum(r["states"] for r in results
                           if r["workload"] in checked),
             "distinct_states": distinct["s"],
             "distinct_dirs": distinct["d"]}
-    out = state.settings.out
-    # The teaching corpus: for each buggy variant caught, the rule, the
-    # case that caught it and the fix as a diff (harness/reports/lessons.py).
-    state.summary = report.write_all(
-        out, results, meta, lessons=lessons.lessons(state.specs, results) or None,
-        junit=out / "junit.xml")
-    sarif.write(out / "results.sarif", results, state.summary)
-    if not selected:
-        # the reports are this run's: so are the case directories (an
-        # earlier run's go, and only crashcheck's: outdir)
-        outdir.prune_cases(out, {Path(r["dir"]).name for r in results
-                                 if r.get("dir")})
-    state.results, state.not_caught, state.meta = results, not_caught, meta
-    global SCRATCH_SHORT
-    SCRATCH_SHORT = any(r["verdict"] == "harness-error" and
-                        r.get("explanation") == judgemod.SCRATCH_WHY
-                        for r in results)
-    return not_caught
 
 
 # a case of the session could not be recorded within crashcheck's own
@@ -1052,7 +1068,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.line(counts)
     if SCRATCH_SHORT:
         n = sum(1 for r in state.results if r["verdict"] == "harness-error"
-                and r.get("explanation") == judgemod.SCRATCH_WHY)
+                and r.get("explanation") == unjudgeable.SCRATCH_WHY)
         tw.line(f"crashcheck: {plural(n, 'case')} could not be recorded "
                 "within crashcheck's scratch (exit 2): give it more room, "
                 "--scratch-limit SIZE or --scratch DIR on a larger file system")

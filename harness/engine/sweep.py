@@ -37,7 +37,8 @@ from .sampling import (case_cost, choose, choose_sample, estimate_of,
 from .baseline import (Found, WORK_PREFIX, backend_of, found_of, load_unseen,
                        record_again, record_baseline, save_globs, save_run,
                        save_unseen, timeout_of, unseen_text)
-from .judge import CheckerFailed, Judge
+from .checker import CheckerFailed
+from .judge import Judge
 
 
 def enumerate_cases(specs, settings, log=print):

@@ -95,6 +95,26 @@ def junit_of(cases, s):
     if s["timing"].get("started"):
         suite_attrs["timestamp"] = clean(when_text(s["timing"]["started"]))
     suite = ET.SubElement(root, "testsuite", suite_attrs)
+    _properties(suite, s, unseen)
+    defect_of = {i: d for d in s["defects"] for i in d["ids"]}
+    for case in cases:
+        _case_testcase(suite, case, defect_of)
+    _variant_testcases(suite, unmet)
+    _unseen_testcases(suite, s, unseen, strict)
+    _incomplete_testcases(suite, incomplete)
+    ET.indent(root)
+    text = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    if incomplete:
+        # said before anything else the suite holds
+        note = clean(incomplete[0][1]).replace("--", "- -")
+        text = text.replace(b"?>\n", b"?>\n<!-- crashcheck: "
+                            + note.encode("utf-8") + b" -->\n", 1)
+    return text
+
+
+def _properties(suite, s, unseen):
+    """The suite's properties: the run's facts, and whether it is clean,
+    its unseen changes and its sample."""
     props = ET.SubElement(suite, "properties")
     for name, value in run_facts(s):
         if name not in ("started", "duration"):
@@ -108,51 +128,59 @@ def junit_of(cases, s):
         ET.SubElement(props, "property", name="sampled",
                       value=sampled_words(s))
 
-    defect_of = {i: d for d in s["defects"] for i in d["ids"]}
-    for case in cases:
-        attrs = {
-            # crashcheck.replace.stdio; an audit's, which has no
-            # strategy, crashcheck.mytool
-            "classname": clean(".".join(
-                ["crashcheck", case["workload"]]
-                + ([case["strategy"]] if case.get("strategy") else []))),
-            "name": clean(case["id"]),
-            "time": f"{float(case.get('duration') or 0):.3f}"}
-        loc = case.get("location")
-        if isinstance(loc, dict) and loc.get("file") and loc.get("line"):
-            # where CI tools put an annotation (pytest writes these too)
-            attrs["file"] = clean(loc["file"])
-            attrs["line"] = str(loc["line"])
-        tc = ET.SubElement(suite, "testcase", attrs)
-        cs = status(case)
-        if cs == "failed":
-            label = case["verdict"]
-            if label == "ok":
-                label = "not caught (expected " + ", ".join(
-                    e["verdict"] for e in case.get("expected") or []) + ")"
-            el = ET.SubElement(tc, "failure", {
-                "type": clean(f"{case['verdict']} ({case['severity']})"
-                               if case.get("severity") else case["verdict"]),
-                "message": one_line(f"{label}: {case.get('finding') or ''}"
-                                     .rstrip(": "))})
-            el.text = _failure_text(case, defect_of.get(case["id"]))
-        elif cs == "harness-error":
-            el = ET.SubElement(tc, "error", {
-                "type": "harness-error",
-                "message": one_line(case.get("finding")
-                                     or "planned fault never fired")})
-            el.text = _failure_text(case)
-        elif cs == "skipped":
-            ET.SubElement(tc, "skipped", message=one_line(skip_reason(case)))
-        elif cs in ("caught", "known", "ignored", "warning"):
-            why = {"caught": "caught as expected",
-                   "known": "a known finding (in the baseline)",
-                   "ignored": f"ignored ({case.get('ignored')})",
-                   "warning": "a warning, not failing the run (--fail-on "
-                              "warning fails it)"}[cs]
-            out = ET.SubElement(tc, "system-out")
-            out.text = clean(f"{why}: "
-                              + _failure_text(case, defect_of.get(case["id"])))
+
+def _case_testcase(suite, case, defect_of):
+    """CASE's testcase: a failure, an error, skipped, or passed with why
+    in its system-out when it is not plain ok (DEFECT_OF: case id -> the
+    defect it belongs to)."""
+    attrs = {
+        # crashcheck.replace.stdio; an audit's, which has no
+        # strategy, crashcheck.mytool
+        "classname": clean(".".join(
+            ["crashcheck", case["workload"]]
+            + ([case["strategy"]] if case.get("strategy") else []))),
+        "name": clean(case["id"]),
+        "time": f"{float(case.get('duration') or 0):.3f}"}
+    loc = case.get("location")
+    if isinstance(loc, dict) and loc.get("file") and loc.get("line"):
+        # where CI tools put an annotation (pytest writes these too)
+        attrs["file"] = clean(loc["file"])
+        attrs["line"] = str(loc["line"])
+    tc = ET.SubElement(suite, "testcase", attrs)
+    cs = status(case)
+    if cs == "failed":
+        label = case["verdict"]
+        if label == "ok":
+            label = "not caught (expected " + ", ".join(
+                e["verdict"] for e in case.get("expected") or []) + ")"
+        el = ET.SubElement(tc, "failure", {
+            "type": clean(f"{case['verdict']} ({case['severity']})"
+                           if case.get("severity") else case["verdict"]),
+            "message": one_line(f"{label}: {case.get('finding') or ''}"
+                                 .rstrip(": "))})
+        el.text = _failure_text(case, defect_of.get(case["id"]))
+    elif cs == "harness-error":
+        el = ET.SubElement(tc, "error", {
+            "type": "harness-error",
+            "message": one_line(case.get("finding")
+                                 or "planned fault never fired")})
+        el.text = _failure_text(case)
+    elif cs == "skipped":
+        ET.SubElement(tc, "skipped", message=one_line(skip_reason(case)))
+    elif cs in ("caught", "known", "ignored", "warning"):
+        why = {"caught": "caught as expected",
+               "known": "a known finding (in the baseline)",
+               "ignored": f"ignored ({case.get('ignored')})",
+               "warning": "a warning, not failing the run (--fail-on "
+                          "warning fails it)"}[cs]
+        out = ET.SubElement(tc, "system-out")
+        out.text = clean(f"{why}: "
+                          + _failure_text(case, defect_of.get(case["id"])))
+
+
+def _variant_testcases(suite, unmet):
+    """A failing testcase per buggy variant's expectation not caught
+    (UNMET)."""
     for line in unmet:
         tc = ET.SubElement(suite, "testcase", {
             "classname": "crashcheck.variants",
@@ -161,6 +189,12 @@ def junit_of(cases, s):
             "type": "not-caught",
             "message": one_line(f"buggy variant not caught: {line}")})
         el.text = clean(el.get("message"))
+
+
+def _unseen_testcases(suite, s, unseen, strict):
+    """A testcase per workload with changes no call crashcheck saw made
+    (UNSEEN: workload -> changes): a failure under STRICT, else passed
+    with the changes in its system-err."""
     lines = coverage_lines(s)
     for workload, changes in unseen.items():
         tc = ET.SubElement(suite, "testcase", {
@@ -180,17 +214,14 @@ def junit_of(cases, s):
         else:
             el = ET.SubElement(tc, "system-err")
         el.text = text
+
+
+def _incomplete_testcases(suite, incomplete):
+    """An error testcase per reason the run did not judge every case
+    (INCOMPLETE: (kind, sentence))."""
     for kind, line in incomplete:
         tc = ET.SubElement(suite, "testcase", {
             "classname": "crashcheck.run", "name": kind, "time": "0.000"})
         el = ET.SubElement(tc, "error", {"type": kind,
                                          "message": one_line(line)})
         el.text = clean(line)
-    ET.indent(root)
-    text = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
-    if incomplete:
-        # said before anything else the suite holds
-        note = clean(incomplete[0][1]).replace("--", "- -")
-        text = text.replace(b"?>\n", b"?>\n<!-- crashcheck: "
-                            + note.encode("utf-8") + b" -->\n", 1)
-    return text

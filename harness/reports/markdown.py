@@ -78,8 +78,22 @@ def markdown_text(cases, meta, lessons=None):
 def markdown_of(cases, summary, lessons):
     """markdown_text() of checked CASES, sorted, their SUMMARY and checked
     LESSONS."""
-    kinds, rows = matrix(cases, summary["variants"],
-                         summary["variants_judged"])
+    out = _md_head(summary)
+    out += _md_coverage(summary)
+    out += _md_matrix(cases, summary)
+    out += _md_variants(summary)
+    out += ["## Findings", ""]
+    out += _md_findings(cases, summary)
+    out += _md_recovered(cases)
+    out += _md_outside(cases)
+    out += _md_skipped(cases)
+    out += _md_lessons(lessons)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_head(summary):
+    """The report's title and its first paragraph: the outcome and the
+    run's facts (its command in a block of its own)."""
     word = outcome_word(summary)
     # an interrupted run says so on the first line
     out = ["# crashcheck report" + (": INTERRUPTED" if word == "INTERRUPTED"
@@ -103,8 +117,13 @@ def markdown_of(cases, summary, lessons):
     out += [para, ""]
     if command_block:
         out += command_block[1:]
+    return out
 
-    out += ["## Coverage", ""]
+
+def _md_coverage(summary):
+    """The Coverage section: what the run could not see, or that it saw
+    everything."""
+    out = ["## Coverage", ""]
     lines = coverage_lines(summary)
     if lines:
         out += [md_text(COVERAGE_BAD), ""] + [f"- {md_text(x)}"
@@ -112,8 +131,15 @@ def markdown_of(cases, summary, lessons):
     else:
         out.append(md_text(COVERAGE_OK))
     out.append("")
+    return out
 
-    out += ["## Matrix", ""]
+
+def _md_matrix(cases, summary):
+    """The Matrix section: each workload and strategy, a cell per kind
+    of case."""
+    kinds, rows = matrix(cases, summary["variants"],
+                         summary["variants_judged"])
+    out = ["## Matrix", ""]
     if rows:
         out.append("| workload | strategy | " + " | ".join(kinds) + " |")
         out.append("| --- | --- |" + " --- |" * len(kinds))
@@ -132,7 +158,13 @@ def markdown_of(cases, summary, lessons):
                 "`·` no cases", ""]
     else:
         out += ["No cases.", ""]
+    return out
 
+
+def _md_variants(summary):
+    """The Buggy variants section: each variant and whether it was
+    caught, and the expectations not caught."""
+    out = []
     if summary["variants"] or summary["not_caught"]:
         out += ["## Buggy variants", ""]
     if summary["variants"]:
@@ -155,10 +187,12 @@ def markdown_of(cases, summary, lessons):
         out.append(f"- ✗ **NOT CAUGHT**: {md_text(line)}")
     if summary["not_caught"]:
         out.append("")
+    return out
 
-    out += ["## Findings", ""]
-    out += _md_findings(cases, summary)
 
+def _md_recovered(cases):
+    """The Recovered section: the cases whose program recovered."""
+    out = []
     notes = recovered(cases)
     if notes:
         out += ["## Recovered", "", RECOVERED_HELP, ""]
@@ -168,7 +202,12 @@ def markdown_of(cases, summary, lessons):
             out.append(f"- and {len(notes) - MD_FINDINGS_CAP} more — see "
                        "results.json")
         out.append("")
+    return out
 
+
+def _md_outside(cases):
+    """The section of the cases that wrote outside their scratch."""
+    out = []
     wrote = outside(cases)
     if wrote:
         out += ["## Written outside the scratch", "", OUTSIDE_HELP, ""]
@@ -181,7 +220,12 @@ def markdown_of(cases, summary, lessons):
             out.append(f"- and {len(wrote) - MD_FINDINGS_CAP} more — see "
                        "results.json")
         out.append("")
+    return out
 
+
+def _md_skipped(cases):
+    """The Skipped section: skipped cases by reason."""
+    out = []
     skipped = [c for c in cases if c["verdict"] == "skipped"]
     if skipped:
         out += ["## Skipped", ""]
@@ -196,7 +240,13 @@ def markdown_of(cases, summary, lessons):
             out.append(f"- {md_text(reason)} — {plural(len(ids), 'case')}: "
                        f"{shown}{more}")
         out.append("")
+    return out
 
+
+def _md_lessons(lessons):
+    """The Lessons section: each lesson's rule, the case that caught
+    it, and its fix as a diff."""
+    out = []
     if lessons:
         out += ["## Lessons", ""]
         for i, lesson in enumerate(lessons, 1):
@@ -211,7 +261,7 @@ def markdown_of(cases, summary, lessons):
             diff = clean(lesson["diff"]).rstrip("\n")
             fence = _md_fence(diff)
             out += [f"{fence}diff", diff, fence, ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return out
 
 
 def _md_case_line(case):
