@@ -1059,3 +1059,15 @@ def test_md_command_is_inline_for_one_line_and_a_block_otherwise():
     # a command holding a fence gets a longer one
     inline, block = markdown.md_command("echo '```\n'")
     assert block[1] == "````sh" and block[3] == "````"
+
+
+def test_a_findings_models_are_a_words_apart_in_markdown():
+    """report.md's line of a finding ends its text, then " (under posix,
+    ext4-ordered)": the models' note was glued to the finding's closing
+    parenthesis (md_text trims the note's leading space)."""
+    case = {"id": "w-powerloss@exit-posix", "verdict": "torn",
+            "severity": "error", "passed": False,
+            "finding": "found zeros (write#1 at w.c:3)",
+            "model": "posix", "models": ["posix", "ext4-ordered"]}
+    line = markdown._md_case_line(case)
+    assert "(write\\#1 at w.c:3) (under posix, ext4-ordered)" in line, line

@@ -288,7 +288,10 @@ def _md_case_line(case):
                  + ")")
     if case.get("finding"):
         line += ": " + md_text(case["finding"])
-    line += md_text(models_note(case))
+    note = models_note(case)
+    if note:
+        # md_text keeps one line, and trims the note's leading space
+        line += " " + md_text(note)
     if case.get("reproduce"):
         inline, block = md_command(case["reproduce"])
         line += " — reproduce " + inline if block else " — " + inline
