@@ -27,6 +27,7 @@ server.
 """
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -91,7 +92,7 @@ class CheckServer:
         self._err = tempfile.TemporaryFile(dir=self.states)
         srv = session.local().srv
         try:
-            with contain.inside(srv) if srv else _nothing():
+            with contain.inside(srv) if srv else contextlib.nullcontext():
                 self.proc = subprocess.Popen(
                     argv, cwd=self.states, env=env, stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=self._err,
@@ -247,10 +248,3 @@ def _kill_group(pid):
     except (ProcessLookupError, PermissionError):
         pass
 
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
