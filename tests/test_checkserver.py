@@ -195,3 +195,36 @@ def test_check_server_without_check_is_refused(tmp_path):
     assert proc.returncode == 2
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1 and "check: missing" in lines[0], proc.stdout
+
+
+def test_the_budget_counts_the_states_a_checker_answers(tmp_path):
+    # The budget's estimate charges a checker once for each crash state
+    # a case adds to those judged (sweep.new_states), as counted on the
+    # baseline's crash points. A program of six unsynced writes leaves
+    # many distinct states a point, most of them its neighbour's too:
+    # the estimate must be the states the sweep judged per case, not one.
+    d = tmp_path / "six"
+    d.mkdir()
+    files = "a b c d e f".split()
+    (d / "setup").write_text("#!/bin/sh\n" + "".join(
+        f"printf old > {f}\n" for f in files))
+    (d / "driver").write_text("#!/bin/sh\n" + "".join(
+        f"printf new > {f}\n" for f in files))
+    (d / "check").write_text("#!/bin/sh\nexit 0\n")
+    for f in ("setup", "driver", "check"):
+        os.chmod(d / f, 0o755)
+    spec = d / "six.toml"
+    spec.write_text('name = "six"\ndescription = "six files in place"\n'
+                    'contract = "tree"\nsetup = ["{here}/setup"]\n'
+                    'command = ["{here}/driver"]\n'
+                    'check = ["{here}/check"]\n')
+    r = run(spec, tmp_path / "out", "--faults", "powerloss", "--exhaustive")
+    assert r.returncode in (0, 1), r.stdout
+    with open(tmp_path / "out" / "results.json") as fh:
+        doc = json.load(fh)
+    s = doc["summary"]
+    points = [c for c in doc["cases"] if c["kind"] == "powerloss"]
+    judged = s["run"]["checker"]["distinct_states"] / len(points)
+    estimated = s["timing"]["estimate"]["checker_states"]["six"]
+    assert judged > 2
+    assert judged / 1.5 <= estimated <= judged * 1.5, (estimated, judged)

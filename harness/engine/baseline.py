@@ -269,6 +269,7 @@ class Found:
     models: int = 1                             # cases per crash point
     calls: int = 0                              # calls of the trace the faults are aimed at
     seconds: float = 0.0                        # what one case is estimated to cost (case_cost)
+    states: float = 0.0                         # crash states a case gives the checker (sweep.new_states); 0: no checker
 
     def count(self):
         return len(self.fixed) + len(self.faults) + len(self.points) * self.models

@@ -952,7 +952,7 @@ def sweep_facts(config, state, meta, results, complete):
         # from one identical run to the next)
         meta["timing"]["estimate"] = {
             k: meta["grouping"].pop(k) for k in ("estimate", "estimate_kept",
-                                                 "jobs")
+                                                 "jobs", "checker_states")
             if k in meta["grouping"]}
     except (OSError, ValueError):
         pass
