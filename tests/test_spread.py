@@ -141,3 +141,87 @@ def test_a_remote_gateway_gets_the_work_directory(tmp_path):
         gw.exit()
     assert (dest / "combo" / "trace.jsonl").read_text() == '{"ev":"init"}\n'
     assert (dest / "combo" / "snaps" / "1").read_bytes() == b"\0" * 5000
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")
+def test_a_gateway_that_sees_the_work_directory_gets_no_copy(tmp_path):
+    # ssh to this machine, or to one that mounts the same file system,
+    # sees the work directory at its path: copied onto itself and
+    # removed at the end, it would take every result with it
+    # (pytest_xdist_newgateway asks sees_ours first). A machine of its
+    # own is made here by a private mount namespace with an empty tmpfs
+    # over the directory.
+    import execnet
+    from harness.engine import plugin
+    work = tmp_path / "work"
+    work.mkdir()
+    other = tmp_path / "other-machine"
+    other.write_text(
+        "#!/bin/sh\nexec unshare -m sh -c "
+        "'mount -t tmpfs none \"$0\" && exec /usr/bin/python3 \"$@\"' "
+        f"{tmp_path} \"$@\"\n")
+    other.chmod(0o755)
+    for spec, sees in (("popen//python=/usr/bin/python3", True),
+                       (f"popen//python={other}", False)):
+        gw = execnet.makegateway(spec)
+        try:
+            assert plugin.sees_ours(gw, work) is sees, spec
+            if not sees:
+                # the copy, there: then it sees ours too
+                plugin.copy_to(gw, work)
+                assert plugin.sees_ours(gw, work) is True
+        finally:
+            gw.exit()
+    # one word for the sweep, kept in its work directory
+    assert len((work / plugin.TOKEN).read_text()) == 32
+
+
+# An ssh for the tests: execnet runs `ssh [-C] [-F CONFIG] HOST COMMAND`;
+# this one runs COMMAND here, as a login would, with a clean environment
+# (a real ssh passes on no PYTHONPATH), and with CC_HIDE set in a mount
+# namespace of its own where that directory is an empty tmpfs: a machine
+# that does not see this one's results, scratch or work directory.
+FAKE_SSH = r'''#!/bin/sh
+for last; do :; done
+if [ -n "$CC_HIDE" ]; then
+    exec unshare -m sh -c 'mount -t tmpfs none "$0" && exec env -i \
+        PATH=/usr/bin:/bin HOME=/root sh -c "$1"' "$CC_HIDE" "$last"
+fi
+exec env -i PATH=/usr/bin:/bin HOME=/root sh -c "$last"
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")
+@pytest.mark.parametrize("machine", ["other", "this"])
+def test_an_ssh_gateway_gives_a_local_runs_verdicts(tmp_path, machine):
+    # through xdist's ssh path (its arguments rewritten for another
+    # machine, the work directory copied there, the case directories sent
+    # back packed); "this": ssh to this very machine, which sees the work
+    # directory already and must neither copy it onto itself nor remove
+    # it at the end (every result with it)
+    spec = ROOT / "workloads" / "specs" / "fsync-unchecked.toml"
+    hide = tmp_path / "here"
+    (hide / "scratch").mkdir(parents=True)
+    # the same --scratch (each case's reproduce line names it)
+    local = cc("run", "--out", tmp_path / "local" / "out", "--scratch",
+               hide / "scratch", spec)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "ssh").write_text(FAKE_SSH)
+    (bin_ / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}",
+               CC_HIDE=str(hide) if machine == "other" else "")
+    spread = cc("run", "--out", hide / "out", "--scratch", hide / "scratch",
+                "--tx", f"2*ssh=cc-{machine}//python=/usr/bin/python3"
+                f"//chdir={ROOT}", spec, env=env)
+    assert local.returncode == spread.returncode == 0, \
+        local.stdout + local.stderr + spread.stdout + spread.stderr
+    assert "bringing up nodes..." in spread.stdout
+    a = comparable(tmp_path / "local" / "out")
+    b = comparable(hide / "out")
+    assert len(a["cases"]) > 100
+    assert a["cases"] == b["cases"]
+    assert a["summary"] == b["summary"]
+    case = next(c for c in b["cases"] if c["dir"])
+    assert (hide / "out" / "cases" / Path(case["dir"]).name /
+            "README.txt").is_file()

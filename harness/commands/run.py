@@ -318,7 +318,7 @@ def pytest_args(args, spec_paths, out, command):
         jobs = 1        # a handful of cases: starting workers costs more
     argv = ["-p", "harness.engine.plugin", "-p", "no:cacheprovider",
             "--rootdir", str(ROOT), "-c", str(ROOT / "pytest.ini"),
-            "-q", str(ROOT / "harness" / "engine" / "sweep_cases.py"),
+            "-q", str(CASE_FILE),
             "--cc-out", str(out), "--cc-model", model_arg(args.model),
             "--cc-faults", _faults(args.faults),
             "--cc-seed", str(_int("seed", args.seed, 0)),
@@ -381,8 +381,42 @@ def pytest_args(args, spec_paths, out, command):
     # The plugin's own pool, not xdist's -n: see Sweep.start_pool; but
     # xdist's gateways where asked for, to spread the cases over machines
     argv += ["--cc-jobs", str(jobs)]
-    argv += tx_args(getattr(args, "tx", None))
-    return argv
+    tx = tx_args(getattr(args, "tx", None))
+    return beyond_roots(argv) + tx if tx else argv
+
+
+CASE_FILE = ROOT / "harness" / "engine" / "sweep_cases.py"
+
+
+def beyond_roots(argv):
+    """ARGV in a form pytest-xdist passes on unchanged to a worker of
+    another machine's gateway. xdist rewrites each argument that names
+    an existing path relative to the directories it would rsync there,
+    and stops at one outside them; crashcheck rsyncs none (its tree is
+    at the same path there, and the work directory goes by
+    plugin.copy_to). An option's value joined to its name
+    ('--cc-out=DIR', '-cFILE') names no path, and the case file goes by
+    its module's name (--pyargs: the worker runs in the tree). Every
+    argument of ARGV but the case file is an option or an option's
+    value."""
+    out = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == str(CASE_FILE):
+            out += ["--pyargs", "harness.engine.sweep_cases"]
+        elif a.startswith("-") and i + 1 < len(argv) and \
+                not argv[i + 1].startswith("-") and \
+                argv[i + 1] != str(CASE_FILE):
+            # a value (the only other argument is the case file): paths
+            # among them, some made only later (--cc-out's)
+            out.append(f"{a}={argv[i + 1]}" if a.startswith("--")
+                       else a + argv[i + 1])
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out
 
 
 def tx_args(specs):

@@ -19,6 +19,7 @@ writes the reports as a local run would.
 """
 
 import hashlib
+import secrets
 import json
 import os
 import shutil
@@ -691,12 +692,45 @@ def pytest_xdist_newgateway(gateway):
     state = _STATE.get("sweep")
     if state is None or getattr(gateway.spec, "popen", False):
         return
+    if sees_ours(gateway, state.work):
+        # this machine (ssh to localhost), a file system both mount, or
+        # a machine an earlier gateway copied them to: they are there,
+        # and are not removed through this gateway
+        return
     dirs = [state.work] + sorted({Path(p).parent for p in
                                   state.config.getoption("--cc-audit")})
     for d in dirs:
         copy_to(gateway, d)
     # removed there at the end (pytest_sessionfinish): ours, made there
     state.copies.append((gateway, [str(d) for d in dirs]))
+
+
+# A file of the work directory holding a word drawn for this sweep: a
+# gateway's machine that reads the same word at the same path sees the
+# work directory already (sees_ours)
+TOKEN = ".gateway-token"
+
+
+def sees_ours(gateway, work):
+    """Whether the machine of an execnet GATEWAY sees this sweep's
+    work directory WORK at its path: the machine is this one, or shares
+    the file system, or has a copy already. Copying the directory onto
+    itself, and removing it at the end, would lose every result."""
+    marker = Path(work) / TOKEN
+    try:
+        word = marker.read_text()
+    except FileNotFoundError:
+        word = secrets.token_hex(16)
+        marker.write_text(word)
+    ch = gateway.remote_exec(
+        "path, word = channel.receive()\n"
+        "try:\n"
+        "    with open(path) as fh:\n"
+        "        channel.send(fh.read() == word)\n"
+        "except OSError:\n"
+        "    channel.send(False)\n")
+    ch.send((str(marker), word))
+    return bool(ch.receive(60))
 
 
 def remove_copies(state):
