@@ -60,7 +60,7 @@ def test_popen_gateways_give_a_local_runs_verdicts(tmp_path, checkpointer,
     local = cc("audit", "--out", tmp_path / "local" / "out", *argv)
     # as-if-remote: each worker keeps its case directories in a scratch
     # of its own and sends them back packed, as a worker of an ssh
-    # gateway does (plugin.pack_case_dir)
+    # gateway does (gateways.pack_case_dir)
     env = dict(os.environ, CRASHCHECK_TX_REMOTE="1") if remote else None
     spread = cc("audit", "--out", tmp_path / "spread" / "out", "--tx",
                 "2*popen", *argv, env=env)
@@ -93,15 +93,15 @@ def test_a_packed_case_directory_stays_inside_cases(tmp_path):
     import base64
     import io
     import tarfile
-    from harness.engine import plugin
+    from harness.engine import gateways
     d = tmp_path / "case"
     (d / "state").mkdir(parents=True)
     (d / "result.json").write_text("{}")
     os.symlink("/etc", d / "state" / "etc")
-    text = plugin.pack_case_dir(d)
+    text = gateways.pack_case_dir(d)
     assert not d.exists()
     cases = tmp_path / "out" / "cases"
-    assert plugin.unpack_case_dir(text, cases) == "case"
+    assert gateways.unpack_case_dir(text, cases) == "case"
     assert os.readlink(cases / "case" / "state" / "etc") == "/etc"
     # one crafted to write through its own link, or outside: refused
     for names in (["case/state/etc", "case/state/etc/passwd"],
@@ -114,7 +114,7 @@ def test_a_packed_case_directory_stays_inside_cases(tmp_path):
                     info.type, info.linkname = tarfile.SYMTYPE, "/tmp"
                 tar.addfile(info, io.BytesIO(b""))
         bad = base64.b64encode(buf.getvalue()).decode()
-        assert plugin.unpack_case_dir(bad, tmp_path / "other") is None, names
+        assert gateways.unpack_case_dir(bad, tmp_path / "other") is None, names
     assert not (tmp_path / "escape").exists()
 
 
@@ -128,7 +128,7 @@ def test_bad_tx_is_one_line(tmp_path):
 
 def test_a_remote_gateway_gets_the_work_directory(tmp_path):
     import execnet
-    from harness.engine import plugin
+    from harness.engine import gateways
     src = tmp_path / "work"
     (src / "combo" / "snaps").mkdir(parents=True)
     (src / "combo" / "trace.jsonl").write_text('{"ev":"init"}\n')
@@ -136,7 +136,7 @@ def test_a_remote_gateway_gets_the_work_directory(tmp_path):
     dest = tmp_path / "there" / "work"
     gw = execnet.makegateway("popen//python=/usr/bin/python3")
     try:
-        plugin.copy_to(gw, src, dest)
+        gateways.copy_to(gw, src, dest)
     finally:
         gw.exit()
     assert (dest / "combo" / "trace.jsonl").read_text() == '{"ev":"init"}\n'
@@ -152,7 +152,7 @@ def test_a_gateway_that_sees_the_work_directory_gets_no_copy(tmp_path):
     # own is made here by a private mount namespace with an empty tmpfs
     # over the directory.
     import execnet
-    from harness.engine import plugin
+    from harness.engine import gateways
     work = tmp_path / "work"
     work.mkdir()
     other = tmp_path / "other-machine"
@@ -165,15 +165,15 @@ def test_a_gateway_that_sees_the_work_directory_gets_no_copy(tmp_path):
                        (f"popen//python={other}", False)):
         gw = execnet.makegateway(spec)
         try:
-            assert plugin.sees_ours(gw, work) is sees, spec
+            assert gateways.sees_ours(gw, work) is sees, spec
             if not sees:
                 # the copy, there: then it sees ours too
-                plugin.copy_to(gw, work)
-                assert plugin.sees_ours(gw, work) is True
+                gateways.copy_to(gw, work)
+                assert gateways.sees_ours(gw, work) is True
         finally:
             gw.exit()
     # one word for the sweep, kept in its work directory
-    assert len((work / plugin.TOKEN).read_text()) == 32
+    assert len((work / gateways.TOKEN).read_text()) == 32
 
 
 # An ssh for the tests: execnet runs `ssh [-C] [-F CONFIG] HOST COMMAND`;

@@ -19,7 +19,6 @@ writes the reports as a local run would.
 """
 
 import hashlib
-import secrets
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from .. import ROOT, UsageError, tree_path
-from . import auditspec, outdir
+from . import auditspec, gateways, outdir
 from ..judging import models
 from ..reports import console, lessons, regress, report, sarif, words
 from . import (baseline as baselinemod, cases as casesmod, checker, confine,
@@ -551,7 +550,7 @@ class CaseItem(pytest.Item):
             self.user_properties.append((RESULT_PROPERTY, res))
             if _remote(self.config) and res.get("dir"):
                 self.user_properties.append(
-                    (CASE_DIR_PROPERTY, pack_case_dir(
+                    (CASE_DIR_PROPERTY, gateways.pack_case_dir(
                         self.config._crashcheck.own_out / "cases"
                         / Path(res["dir"]).name)))
         if not res["passed"]:
@@ -692,7 +691,7 @@ def pytest_xdist_newgateway(gateway):
     state = _STATE.get("sweep")
     if state is None or getattr(gateway.spec, "popen", False):
         return
-    if sees_ours(gateway, state.work):
+    if gateways.sees_ours(gateway, state.work):
         # this machine (ssh to localhost), a file system both mount, or
         # a machine an earlier gateway copied them to: they are there,
         # and are not removed through this gateway
@@ -700,114 +699,9 @@ def pytest_xdist_newgateway(gateway):
     dirs = [state.work] + sorted({Path(p).parent for p in
                                   state.config.getoption("--cc-audit")})
     for d in dirs:
-        copy_to(gateway, d)
+        gateways.copy_to(gateway, d)
     # removed there at the end (pytest_sessionfinish): ours, made there
     state.copies.append((gateway, [str(d) for d in dirs]))
-
-
-# A file of the work directory holding a word drawn for this sweep: a
-# gateway's machine that reads the same word at the same path sees the
-# work directory already (sees_ours)
-TOKEN = ".gateway-token"
-
-
-def sees_ours(gateway, work):
-    """Whether the machine of an execnet GATEWAY sees this sweep's
-    work directory WORK at its path: the machine is this one, or shares
-    the file system, or has a copy already. Copying the directory onto
-    itself, and removing it at the end, would lose every result."""
-    marker = Path(work) / TOKEN
-    try:
-        word = marker.read_text()
-    except FileNotFoundError:
-        word = secrets.token_hex(16)
-        marker.write_text(word)
-    ch = gateway.remote_exec(
-        "path, word = channel.receive()\n"
-        "try:\n"
-        "    with open(path) as fh:\n"
-        "        channel.send(fh.read() == word)\n"
-        "except OSError:\n"
-        "    channel.send(False)\n")
-    ch.send((str(marker), word))
-    return bool(ch.receive(60))
-
-
-def remove_copies(state):
-    """The copies pytest_xdist_newgateway made on other machines, removed
-    while their gateways still stand; a gateway gone is its machine's
-    to clean (its scratch)."""
-    for gateway, dirs in state.copies:
-        try:
-            ch = gateway.remote_exec(
-                "import shutil\n"
-                "for d in channel.receive(): shutil.rmtree(d, ignore_errors=True)\n"
-                "channel.send(True)")
-            ch.send(dirs)
-            ch.receive(30)
-        except Exception:       # execnet's errors: the gateway is gone
-            pass
-    state.copies = []
-
-
-def copy_to(gateway, path, dest=None):
-    """PATH (a directory) onto the machine of an execnet GATEWAY, at DEST
-    (default: the same path), with execnet's rsync, waiting for it."""
-    import execnet
-    dest = str(dest or path)
-    gateway.remote_exec(
-        "import os; os.makedirs(channel.receive(), exist_ok=True)"
-    ).send(dest)
-    sync = execnet.RSync(str(path))
-    sync.add_target(gateway, dest)
-    sync.send()
-
-
-def pack_case_dir(path):
-    """A case directory as a gzipped tar, base64 text (what an execnet
-    channel carries), removed here once packed: a remote worker's."""
-    import base64
-    import io
-    import tarfile
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(path, arcname=path.name)
-    shutil.rmtree(path, ignore_errors=True)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def unpack_case_dir(text, cases):
-    """pack_case_dir's TEXT into CASES (the controller's --out/cases/),
-    replacing crashcheck's own directory of that name (outdir), never
-    writing outside it: its one top directory, no absolute names, no
-    '..', nothing under a link it holds, no devices. The directory's
-    name, or None when refused."""
-    import base64
-    import io
-    import tarfile
-    from .outdir import remove_case_dir
-    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(text)),
-                      mode="r:gz") as tar:
-        members = tar.getmembers()
-        tops = {m.name.split("/", 1)[0] for m in members}
-        links = {m.name for m in members if m.issym() or m.islnk()}
-        if len(tops) != 1:
-            return None
-        top, = tops
-        for m in members:
-            parts = m.name.split("/")
-            if m.name.startswith("/") or ".." in parts or top != resultsmod.safe_name(top) \
-                    or not (m.isfile() or m.isdir() or m.issym()) \
-                    or any("/".join(parts[:i]) in links
-                           for i in range(1, len(parts))):
-                return None
-        cases.mkdir(parents=True, exist_ok=True)
-        if cases.is_symlink():
-            return None
-        if (cases / top).exists() and not remove_case_dir(cases / top):
-            return None
-        tar.extractall(cases, members=members)
-    return top
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -824,7 +718,7 @@ def pytest_runtest_logreport(report):
         return
     if CASE_DIR_PROPERTY in props:
         out = state.settings.out
-        top = unpack_case_dir(props[CASE_DIR_PROPERTY], out / "cases")
+        top = gateways.unpack_case_dir(props[CASE_DIR_PROPERTY], out / "cases")
         if top is not None:
             d = out / "cases" / top
             try:
@@ -849,7 +743,8 @@ def pytest_sessionfinish(session, exitstatus):
     state.stop_pool()
     if _is_worker(config):
         return
-    remove_copies(state)
+    gateways.remove_copies(state.copies)
+    state.copies = []
     results = list(state.collected.values())
     rdir = state.work / "results"
     if rdir.is_dir():               # xdist's workers leave theirs here
