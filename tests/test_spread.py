@@ -225,3 +225,32 @@ def test_an_ssh_gateway_gives_a_local_runs_verdicts(tmp_path, machine):
     case = next(c for c in b["cases"] if c["dir"])
     assert (hide / "out" / "cases" / Path(case["dir"]).name /
             "README.txt").is_file()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")
+def test_an_audit_over_ssh_sends_its_inputs(tmp_path):
+    # an audit's --new (and the spec it makes) live in --out's .audit/,
+    # which the other machine does not see: copied there with the work
+    # directory, and the argument naming them passed on as it is
+    hide = tmp_path / "here"
+    (hide / "scratch").mkdir(parents=True)
+    new = tmp_path / "new"
+    new.write_bytes(b"the new content\n" * 300)
+    argv = ["--scratch", hide / "scratch", "--new", new, "--",
+            "cp", "{new}", "{target}"]
+    local = cc("audit", "--out", tmp_path / "local" / "out", *argv)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "ssh").write_text(FAKE_SSH)
+    (bin_ / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}",
+               CC_HIDE=str(hide))
+    spread = cc("audit", "--out", hide / "out", "--tx",
+                f"2*ssh=cc-other//python=/usr/bin/python3//chdir={ROOT}",
+                *argv, env=env)
+    assert local.returncode == spread.returncode == 1, \
+        local.stdout + local.stderr + spread.stdout + spread.stderr
+    a = comparable(tmp_path / "local" / "out")
+    b = comparable(hide / "out")
+    assert len(a["cases"]) > 20
+    assert a["cases"] == b["cases"] and a["summary"] == b["summary"]

@@ -381,8 +381,8 @@ def pytest_args(args, spec_paths, out, command):
     # The plugin's own pool, not xdist's -n: see Sweep.start_pool; but
     # xdist's gateways where asked for, to spread the cases over machines
     argv += ["--cc-jobs", str(jobs)]
-    tx = tx_args(getattr(args, "tx", None))
-    return beyond_roots(argv) + tx if tx else argv
+    argv += tx_args(getattr(args, "tx", None))
+    return argv
 
 
 CASE_FILE = ROOT / "harness" / "engine" / "sweep_cases.py"
@@ -491,6 +491,8 @@ def sweep(argv, out):
     128+N ended by signal N (plugin._terminated), 3 anything else
     (pytest's internal error)."""
     import pytest
+    if "--tx" in argv:
+        argv = beyond_roots(argv)
     try:
         with _no_exit_line():
             status = pytest.main(argv)
