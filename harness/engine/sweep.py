@@ -244,9 +244,8 @@ def checker_seconds(combo, out, settings):
     case asks the same of the same directory, and the checker runs no
     more often for being timed here. A check_server is timed on the
     middle of three answers about a copy of the directory, after a first
-    that includes its start-up (a sweep process pays that once); to it
-    is added its share
-    of the plain checks that audit it."""
+    that includes its start-up (a sweep process pays that once), with
+    its share of the plain checks that audit it."""
     if combo.spec.contract not in ("check", "tree") or out.run.status != 0 \
             or not out.workdir.is_dir():
         return 0.0
@@ -301,6 +300,7 @@ def new_states(combo, out, settings, found):
         points = [points[int(i * step) + j]
                   for i in range(WINDOWS) for j in range(WINDOW)]
     keys, at_exit = set(), 0
+    last = len(explorer.crash_points(out.records)) - 1     # after exit
     try:
         for model in models:
             explored = explorer.explore(
@@ -308,8 +308,7 @@ def new_states(combo, out, settings, found):
                 cap=settings.cap, seed=settings.seed, exit_ok=True,
                 blob_cache=out.blobs,
                 sector=settings.sector or combo.spec.sector,
-                points=set(points) | {len(explorer.crash_points(
-                    out.records)) - 1})
+                points=set(points) | {last})
             at_exit += len(explored[-1].states)
             for i in points:
                 keys.update(s.key for s in explored[i].states)
