@@ -177,12 +177,14 @@ def test_a_gateway_that_sees_the_work_directory_gets_no_copy(tmp_path):
 
 
 # An ssh for the tests: execnet runs `ssh [-C] [-F CONFIG] HOST COMMAND`;
-# this one runs COMMAND here, as a login would, with a clean environment
-# (a real ssh passes on no PYTHONPATH), and with CC_HIDE set in a mount
+# this one runs COMMAND here, as a login would (in a directory of its
+# own, / rather than a home, with a clean environment: a real ssh
+# passes on no PYTHONPATH), and with CC_HIDE set in a mount
 # namespace of its own where that directory is an empty tmpfs: a machine
 # that does not see this one's results, scratch or work directory.
 FAKE_SSH = r'''#!/bin/sh
 for last; do :; done
+cd /        # not the caller's directory: a login's own
 if [ -n "$CC_HIDE" ]; then
     exec unshare -m sh -c 'mount -t tmpfs none "$0" && exec env -i \
         PATH=/usr/bin:/bin HOME=/root sh -c "$1"' "$CC_HIDE" "$last"
@@ -254,3 +256,30 @@ def test_an_audit_over_ssh_sends_its_inputs(tmp_path):
     b = comparable(hide / "out")
     assert len(a["cases"]) > 20
     assert a["cases"] == b["cases"] and a["summary"] == b["summary"]
+
+
+@pytest.mark.parametrize("tail,words", [
+    ("", "which is no crashcheck tree: give //chdir= the tree there, at "),
+    ("//chdir=/", "its worker runs in /, which is no crashcheck tree"),
+    ("//python=/nonexistent/python3//chdir=/",
+     "cannot start a worker there: "),
+])
+def test_a_gateway_that_cannot_run_the_cases_is_one_line(tmp_path, tail,
+                                                         words):
+    # tried before the baselines: a worker that cannot import crashcheck
+    # would leave xdist waiting for it
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "ssh").write_text(FAKE_SSH)
+    (bin_ / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}", CC_HIDE="")
+    spec = "2*ssh=cc-other" + (tail if "python=" in tail
+                               else "//python=/usr/bin/python3" + tail)
+    r = cc("run", "--out", tmp_path / "out", "--tx", spec,
+           ROOT / "workloads" / "specs" / "fsync-unchecked.toml", env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("crashcheck")]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"crashcheck: --tx: '{spec}': "), r.stderr
+    assert words in lines[0]
+    assert not (tmp_path / "out").exists()

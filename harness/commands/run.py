@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import INSTALLED, ROOT, UsageError, command_name, results_root, tree_path
-from ..engine import realfs, spec as specmod
+from ..engine import gateways, realfs, spec as specmod
 from ..engine.cases import BUDGET, KINDS, parse_shard
 from ..engine.sweep import parse_size
 from ..judging import models
@@ -438,6 +438,11 @@ def tx_args(specs):
             execnet.XSpec(spec.split("*", 1)[-1])
         except Exception as e:  # execnet's own error for a bad spec
             raise UsageError(f"--tx: '{spec}': {e}") from None
+        # another machine's, tried now: one line rather than a worker
+        # that never starts
+        why = gateways.check_gateway(spec.split("*", 1)[-1], ROOT)
+        if why:
+            raise UsageError(f"--tx: '{spec}': {why}")
         argv += ["--tx", spec]
     return argv
 

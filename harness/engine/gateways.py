@@ -40,6 +40,40 @@ def sees_ours(gateway, work):
     return bool(ch.receive(60))
 
 
+def check_gateway(spec, root):
+    """Why the execnet gateway SPEC (xdist's --tx, without its count)
+    cannot run a sweep's cases, in words, or "": it cannot be reached,
+    or its worker would not run in the crashcheck tree at ROOT's path
+    there (chdir=: the worker imports crashcheck from the directory it
+    runs in, and a case's runs are aimed by the paths recorded here).
+    A gateway on this machine (popen) shares this process's tree."""
+    import execnet
+    if spec.startswith("popen"):
+        return ""
+    try:
+        gw = execnet.makegateway(spec)
+    except Exception as e:      # execnet's and ssh's errors, of every kind
+        return f"cannot start a worker there: {str(e).strip() or type(e).__name__}"
+    try:
+        ch = gw.remote_exec(
+            "import os\n"
+            "here = os.getcwd()\n"
+            "channel.send((here, os.path.isfile(os.path.join(\n"
+            "    here, 'harness', 'engine', 'plugin.py'))))\n")
+        here, ok = ch.receive(60)
+    except Exception as e:
+        return f"its worker does not answer: {str(e).strip() or type(e).__name__}"
+    finally:
+        gw.exit()
+    if not ok:
+        return (f"its worker runs in {here}, which is no crashcheck tree: "
+                f"give //chdir= the tree there, at {root}")
+    if here != str(root):
+        return (f"its worker runs in the crashcheck tree at {here}: it must "
+                f"be at {root}, as here")
+    return ""
+
+
 def remove_copies(copies):
     """COPIES, (gateway, [directory]) that the plugin made on other
     machines (copy_to), removed while their gateways still stand; a
