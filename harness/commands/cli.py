@@ -157,8 +157,9 @@ def trace_limit_of(args):
 
 def run_program(args, plan=""):
     """Run the program of args with inherited stdio, its trace held to
-    --trace-limit; returns (Run, trace records, the trace's Cut or None:
-    the records are those before it)."""
+    --trace-limit; returns (Run, the trace as a trace.Lazy, whose each()
+    walks its records, and its Cut or None: the records are those before
+    it)."""
     argv = program_argv(args)
     limit = trace_limit_of(args)
     backend, why = backend_mod.resolve(args.backend, argv[0], os.getcwd())
@@ -182,8 +183,9 @@ def run_program(args, plan=""):
                 raise UsageError(f"cannot write trace file '{wd.trace}': "
                                  f"{e.strerror}") from None
         data, cut = trace_mod.split_cut(whole)
-        records = trace_mod.parse(data, wd.trace) if data else []
-    return run, records, cut
+        del whole
+        lazy = trace_mod.Lazy(data, wd.trace)
+    return run, lazy, cut
 
 
 def cut_text(cut):
@@ -191,21 +193,29 @@ def cut_text(cut):
     return f"the trace was cut: {cut.text()} (--trace-limit)"
 
 
-def report_unseen(records, say):
-    """Say what the trace shows the backend could not see: an io_uring
-    the program set up (its I/O is neither faulted nor traced)."""
-    for r in records:
-        if r["ev"] == "call" and r["call"] == "io_uring_setup" and \
-                r.get("ret", -1) >= 0:
-            say(f"the program set up an io_uring (io_uring_setup#{r['n']}): "
+def unseen_text(r):
+    """What the record R shows the backend could not see, or "": an
+    io_uring the program set up (its I/O is neither faulted nor traced)."""
+    if r["ev"] == "call" and r["call"] == "io_uring_setup" and \
+            r.get("ret", -1) >= 0:
+        return (f"the program set up an io_uring (io_uring_setup#{r['n']}): "
                 "I/O it submits there is neither faulted nor traced")
+    return ""
+
+
+def report_unseen(records, say):
+    """Say the first unseen_text of RECORDS (any iterable of them)."""
+    for r in records:
+        text = unseen_text(r)
+        if text:
+            say(text)
             return
 
 
-def report_exit(run, records, say):
+def report_exit(run, lazy, say):
     """The lines every run ends with when something unusual happened, and
     the status crashcheck exits with (the program's, as a shell reports
-    it)."""
+    it). LAZY: its trace (a trace.Lazy)."""
     if run.timed_out:
         say(f"timed out after {run.duration:.1f} s: killed the program's "
             "process group")
@@ -213,8 +223,7 @@ def report_exit(run, records, say):
     for what in run.outlived:
         say(f"still running when the program ended, killed: {what}")
     if run.signal is not None:
-        planned = run.signal == signal.SIGKILL and any(
-            r["ev"] == "crash" for r in records)
+        planned = run.signal == signal.SIGKILL and lazy.has("crash")
         if not planned:
             say(f"the program was killed by {signal_name(run.signal)}")
     return run.shell_status
@@ -227,11 +236,19 @@ def _matches(glob, path):
 
 def never_fired_reason(rule, records):
     """What the program did instead: how many calls the rule could have
-    counted, so the user sees why N was never reached."""
+    counted, so the user sees why N was never reached. RECORDS: any
+    iterable of them, walked once, none kept."""
     name, glob, thread = rule["call"], rule.get("glob"), rule.get("thread")
-    made = {r["n"]: r for r in records
-            if r["ev"] == "call" and r["call"] == name
-            and (thread is None or r.get("thread", 1) == thread)}
+    made, on = set(), set()
+    for r in records:
+        if r["ev"] == "call" and r["call"] == name \
+                and (thread is None or r.get("thread", 1) == thread):
+            made.add(r["n"])
+            # As the library matches (faults/plan.c): the call's first
+            # path (a rename's old name), whole or its last component,
+            # fnmatch flags 0.
+            if glob is not None and _matches(glob, r.get("path")):
+                on.add(r["n"])
     where = f" in thread {thread}" if thread else ""
     if not made:
         return f"the program made no {name} calls{where}"
@@ -239,10 +256,7 @@ def never_fired_reason(rule, records):
             f"call{'s' if len(made) != 1 else ''}{where}"
     if glob is None:
         return total
-    # As the library matches (faults/plan.c): the call's first path
-    # (a rename's old name), whole or its last component, fnmatch flags 0.
-    on = sum(1 for r in made.values() if _matches(glob, r.get("path")))
-    return f"{total}, {on} on a path matching '{glob}'"
+    return f"{total}, {len(on)} on a path matching '{glob}'"
 
 
 def say_line(text):
@@ -303,19 +317,19 @@ def cmd_inject(args):
         raise UsageError("empty plan: nothing to inject (to run without "
                          "faults use 'crashcheck trace')")
     trace_limit_of(args)    # a bad limit runs nothing
-    run, records, cut = run_program(args, plan=args.plan)
-    status = report_exit(run, records, say_line)
+    run, lazy, cut = run_program(args, plan=args.plan)
+    status = report_exit(run, lazy, say_line)
     if cut is not None:
         say_line(cut_text(cut))
-    if not any(r["ev"] == "init" for r in records):
+    if not lazy.has("init"):
         say_line(f"the fault library did not load in {args.program[0]} "
                  "(statically linked or setuid?): no rule could fire "
                  "(--backend=syscall reaches such programs)")
-    report_unseen(records, say_line)
+    report_unseen(lazy.each(), say_line)
     never = 0
     texts = [rule["text"] for rule in rules]
     before = " before the cut" if cut is not None else ""
-    for rule, fired in zip(rules, trace_mod.fired(records, texts)):
+    for rule, fired in zip(rules, trace_mod.fired(lazy.each(), texts)):
         count = fired.count
         if count:
             say_line(f"fired {rule['text']} "
@@ -324,11 +338,11 @@ def cmd_inject(args):
             # it may have fired past the cut: not seen is all we know
             never += 1
             say_line(f"not seen to fire before the cut: {rule['text']} "
-                     f"({never_fired_reason(rule, records)} before it)")
+                     f"({never_fired_reason(rule, lazy.each())} before it)")
         else:
             never += 1
             say_line(f"never fired: {rule['text']} "
-                     f"({never_fired_reason(rule, records)})")
+                     f"({never_fired_reason(rule, lazy.each())})")
     if status == EXIT_TIMEOUT:
         return status
     if never and args.strict:
@@ -385,11 +399,14 @@ def cmd_trace(args):
     else:
         out = None
     try:
-        run, records, cut = run_program(args)
+        run, lazy, cut = run_program(args)
         nameable = set(calls_mod.table())
         base = os.getcwd()
         lines = []
-        for r in records:
+        unseen = ""
+        # a walk of the records, never all of them parsed at once
+        for r in lazy.each():
+            unseen = unseen or unseen_text(r)
             if r["ev"] == "init":
                 if args.all:
                     lines.append(f"[pid {r.get('pid')}] start "
@@ -418,10 +435,11 @@ def cmd_trace(args):
                 out.close()
             except OSError:
                 pass    # said above, or nothing was left to write
-    report_unseen(records, say_line)
+    if unseen:
+        say_line(unseen)
     if cut is not None and out is not None:
         say_line(cut_text(cut))
-    return report_exit(run, records, say_line)
+    return report_exit(run, lazy, say_line)
 
 
 # --- help -----------------------------------------------------------------

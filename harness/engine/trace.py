@@ -200,6 +200,32 @@ class Lazy:
             self._records = parse(self.data, self.name)
         return self._records
 
+    def each(self, part=4096):
+        """Every record, in seq order, as records gives them, parsed PART
+        lines at a time: a command that reads a trace once through
+        (inject, trace) never holds a long trace parsed whole (a trace of
+        32 MiB is some 160,000 records, half a gigabyte of dicts)."""
+        if self.lines is None or self._records is not None:
+            yield from self.records
+            return
+        for start in range(0, len(self.lines), part):
+            got = self._lines(range(start, min(start + part, len(self.lines))))
+            if got is None:
+                # parse() refuses a line, or reads it otherwise: the
+                # whole trace's answer (or its TraceError) decides
+                first = self.seqs[start]
+                yield from (r for r in self.records if r["seq"] >= first)
+                return
+            yield from got
+
+    def has(self, ev):
+        """Whether the trace holds a record of EV (init, call, crash),
+        told by the lines' heads where they were read."""
+        if self.codes is not None and self._records is None:
+            code = _EV_CODE[ev.encode()]
+            return any(c & 3 == code for c in self.codes)
+        return any(r["ev"] == ev for r in self.records)
+
     # A trace this short is parsed whole at once: its excerpt is all of
     # it anyway, and one parse costs less than two of parts
     SMALL = 64
