@@ -474,3 +474,25 @@ def test_a_fs_sweeps_endless_writer_is_held_to_the_limits(tmp_path):
     assert tree_bytes(tmp_path / "out") < 4 << 20
     summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert summary["summary"]["run"]["fs"] == "ext4"
+
+
+def test_a_walk_of_the_trace_gives_parses_records(tmp_path):
+    # inject and trace walk the records a part at a time (Lazy.each):
+    # the same records, in the same order, as parsing it whole, for a
+    # tree of processes whose lines interleave; a line parse() refuses
+    # is its error all the same
+    prog = build(tmp_path, "scribbler", "-pthread")
+    scribble(prog, tmp_path, 200, None, "preload")
+    data = trace.read(tmp_path / "trace")
+    whole = trace.parse(data)
+    assert len({r["pid"] for r in whole}) == 2
+    for part in (1, 7, 4096):
+        assert list(trace.Lazy(data).each(part)) == whole
+    lazy = trace.Lazy(data)
+    assert lazy.has("init") and lazy.has("call") and not lazy.has("crash")
+    bad = data.replace(b'"ev":"call"', b'"ev":"cal"', 1)
+    with pytest.raises(trace.TraceError) as parsed:
+        trace.parse(bad, "t")
+    with pytest.raises(trace.TraceError) as walked:
+        list(trace.Lazy(bad, "t").each(7))
+    assert str(walked.value) == str(parsed.value)
