@@ -30,7 +30,7 @@ from ..engine import plan as plan_mod
 from . import audit, merge as mergecmd, replay, run as runcmd
 from ..engine import outdir
 from ..reports import topics
-from ..engine import contain, runner
+from ..engine import contain, runner, tracecut
 from ..engine import trace as trace_mod
 
 PROG = "crashcheck"
@@ -138,10 +138,30 @@ def add_backend(p):
                         "programs; default)")
 
 
+def add_trace_limit(p):
+    """--trace-limit, for the commands that run a program."""
+    p.add_argument("--trace-limit", metavar="SIZE",
+                   help="bytes of trace the run may write (e.g. 64M; 0: no "
+                        "limit; default: 32M); past it the calls are "
+                        "counted, not written down, and crashcheck says how "
+                        "many")
+
+
+def trace_limit_of(args):
+    """The bytes of --trace-limit (0: none), checked before anything
+    runs or is written."""
+    if args.trace_limit is None:
+        return tracecut.LIMIT
+    return runcmd.trace_limit(args.trace_limit)
+
+
 def run_program(args, plan=""):
-    """Run the program of args with inherited stdio; returns (Run, trace
-    records)."""
+    """Run the program of args with inherited stdio, its trace held to
+    --trace-limit; returns (Run, the trace as a trace.Lazy, whose each()
+    walks its records, and its Cut or None: the records are those before
+    it)."""
     argv = program_argv(args)
+    limit = trace_limit_of(args)
     backend, why = backend_mod.resolve(args.backend, argv[0], os.getcwd())
     if why:
         say_line(f"{why}: using the system-call backend (--backend=syscall)")
@@ -149,36 +169,53 @@ def run_program(args, plan=""):
         run = runner.run(argv, cwd=os.getcwd(), plan=plan, trace=wd.trace,
                          watch=os.getcwd(),
                          shared=wd.shared, timeout=args.timeout,
-                         passthrough=True, backend=backend)
-        data = trace_mod.read(wd.trace)
+                         passthrough=True, backend=backend,
+                         trace_limit=limit or None)
+        whole = trace_mod.read_whole(wd.trace)
         if wd.keep_trace:
             # the user's copy as the library meant it: no zeros past the
-            # end of the shared mapping it was written through
+            # end of the shared mapping it was written through, and the
+            # line that says it was cut, if it was
             try:
                 with open(wd.trace, "wb") as fh:
-                    fh.write(data)
+                    fh.write(whole)
             except OSError as e:
                 raise UsageError(f"cannot write trace file '{wd.trace}': "
                                  f"{e.strerror}") from None
-        records = trace_mod.parse(data, wd.trace) if data else []
-    return run, records
+        data, cut = trace_mod.split_cut(whole)
+        del whole
+        lazy = trace_mod.Lazy(data, wd.trace)
+    return run, lazy, cut
+
+
+def cut_text(cut):
+    """The one line that says what a cut trace left out."""
+    return f"the trace was cut: {cut.text()} (--trace-limit)"
+
+
+def unseen_text(r):
+    """What the record R shows the backend could not see, or "": an
+    io_uring the program set up (its I/O is neither faulted nor traced)."""
+    if r["ev"] == "call" and r["call"] == "io_uring_setup" and \
+            r.get("ret", -1) >= 0:
+        return (f"the program set up an io_uring (io_uring_setup#{r['n']}): "
+                "I/O it submits there is neither faulted nor traced")
+    return ""
 
 
 def report_unseen(records, say):
-    """Say what the trace shows the backend could not see: an io_uring
-    the program set up (its I/O is neither faulted nor traced)."""
+    """Say the first unseen_text of RECORDS (any iterable of them)."""
     for r in records:
-        if r["ev"] == "call" and r["call"] == "io_uring_setup" and \
-                r.get("ret", -1) >= 0:
-            say(f"the program set up an io_uring (io_uring_setup#{r['n']}): "
-                "I/O it submits there is neither faulted nor traced")
+        text = unseen_text(r)
+        if text:
+            say(text)
             return
 
 
-def report_exit(run, records, say):
+def report_exit(run, lazy, say):
     """The lines every run ends with when something unusual happened, and
     the status crashcheck exits with (the program's, as a shell reports
-    it)."""
+    it). LAZY: its trace (a trace.Lazy)."""
     if run.timed_out:
         say(f"timed out after {run.duration:.1f} s: killed the program's "
             "process group")
@@ -186,8 +223,7 @@ def report_exit(run, records, say):
     for what in run.outlived:
         say(f"still running when the program ended, killed: {what}")
     if run.signal is not None:
-        planned = run.signal == signal.SIGKILL and any(
-            r["ev"] == "crash" for r in records)
+        planned = run.signal == signal.SIGKILL and lazy.has("crash")
         if not planned:
             say(f"the program was killed by {signal_name(run.signal)}")
     return run.shell_status
@@ -200,11 +236,19 @@ def _matches(glob, path):
 
 def never_fired_reason(rule, records):
     """What the program did instead: how many calls the rule could have
-    counted, so the user sees why N was never reached."""
+    counted, so the user sees why N was never reached. RECORDS: any
+    iterable of them, walked once, none kept."""
     name, glob, thread = rule["call"], rule.get("glob"), rule.get("thread")
-    made = {r["n"]: r for r in records
-            if r["ev"] == "call" and r["call"] == name
-            and (thread is None or r.get("thread", 1) == thread)}
+    made, on = set(), set()
+    for r in records:
+        if r["ev"] == "call" and r["call"] == name \
+                and (thread is None or r.get("thread", 1) == thread):
+            made.add(r["n"])
+            # As the library matches (faults/plan.c): the call's first
+            # path (a rename's old name), whole or its last component,
+            # fnmatch flags 0.
+            if glob is not None and _matches(glob, r.get("path")):
+                on.add(r["n"])
     where = f" in thread {thread}" if thread else ""
     if not made:
         return f"the program made no {name} calls{where}"
@@ -212,10 +256,7 @@ def never_fired_reason(rule, records):
             f"call{'s' if len(made) != 1 else ''}{where}"
     if glob is None:
         return total
-    # As the library matches (faults/plan.c): the call's first path
-    # (a rename's old name), whole or its last component, fnmatch flags 0.
-    on = sum(1 for r in made.values() if _matches(glob, r.get("path")))
-    return f"{total}, {on} on a path matching '{glob}'"
+    return f"{total}, {len(on)} on a path matching '{glob}'"
 
 
 def say_line(text):
@@ -235,8 +276,10 @@ def setup_inject(p):
                    help="kill the program's process group after S seconds "
                         "and exit 124 (default: no limit)")
     p.add_argument("--strict", action="store_true",
-                   help="exit 3 when a rule never fired, whatever the "
+                   help="exit 3 when a rule never fired (or was not seen "
+                        "to before a cut of the trace), whatever the "
                         "program's status")
+    add_trace_limit(p)
     add_backend(p)
     add_program(p)
 
@@ -257,33 +300,49 @@ def cmd_inject(args):
     whole process tree; with @THREAD, the calls of that thread of its
     process alone (1 its first, then in the order they were made).
 
+    The trace is held to --trace-limit (32 MiB by default): past it the
+    calls are counted, not written down, and a line says how many,
+    `crashcheck: the trace was cut: N lines (S) past its limit of 32.0
+    MiB (--trace-limit)`; the rules' counts are then those of the calls
+    before the cut (`fired RULE (N calls before the cut)`, `not seen to
+    fire before the cut: RULE (...)`).
+
     Exit status: the program's (128+N when it died of signal N, so a
     planned crash gives 137); 2 for a bad plan or command line (the
-    program never ran); 3 with --strict when a rule never fired; 124 when
-    --timeout struck.
+    program never ran); 3 with --strict when a rule never fired, or was
+    not seen to before the cut; 124 when --timeout struck.
     """
     rules = plan_mod.parse(args.plan)["rules"]
     if not rules:
         raise UsageError("empty plan: nothing to inject (to run without "
                          "faults use 'crashcheck trace')")
-    run, records = run_program(args, plan=args.plan)
-    status = report_exit(run, records, say_line)
-    if not any(r["ev"] == "init" for r in records):
+    trace_limit_of(args)    # a bad limit runs nothing
+    run, lazy, cut = run_program(args, plan=args.plan)
+    status = report_exit(run, lazy, say_line)
+    if cut is not None:
+        say_line(cut_text(cut))
+    if not lazy.has("init"):
         say_line(f"the fault library did not load in {args.program[0]} "
                  "(statically linked or setuid?): no rule could fire "
                  "(--backend=syscall reaches such programs)")
-    report_unseen(records, say_line)
+    report_unseen(lazy.each(), say_line)
     never = 0
     texts = [rule["text"] for rule in rules]
-    for rule, fired in zip(rules, trace_mod.fired(records, texts)):
+    before = " before the cut" if cut is not None else ""
+    for rule, fired in zip(rules, trace_mod.fired(lazy.each(), texts)):
         count = fired.count
         if count:
             say_line(f"fired {rule['text']} "
-                     f"({count} call{'s' if count != 1 else ''})")
+                     f"({count} call{'s' if count != 1 else ''}{before})")
+        elif cut is not None:
+            # it may have fired past the cut: not seen is all we know
+            never += 1
+            say_line(f"not seen to fire before the cut: {rule['text']} "
+                     f"({never_fired_reason(rule, lazy.each())} before it)")
         else:
             never += 1
             say_line(f"never fired: {rule['text']} "
-                     f"({never_fired_reason(rule, records)})")
+                     f"({never_fired_reason(rule, lazy.each())})")
     if status == EXIT_TIMEOUT:
         return status
     if never and args.strict:
@@ -302,6 +361,7 @@ def setup_trace(p):
     p.add_argument("--timeout", metavar="S", type=positive_seconds,
                    help="kill the program's process group after S seconds "
                         "and exit 124 (default: no limit)")
+    add_trace_limit(p)
     add_backend(p)
     add_program(p)
 
@@ -320,10 +380,15 @@ def cmd_trace(args):
     the plan's @2). Paths under the current directory are shown relative
     to it. The
     listing goes to stderr (like strace), after the program's own output,
-    or to FILE with --output. Exit status: the program's (128+N for signal
-    N); 2 for a bad command line; 124 when --timeout struck.
+    or to FILE with --output. The trace is held to --trace-limit (32 MiB
+    by default): past it the calls are counted, not written down, and the
+    listing ends in a line that says how many, `[... the trace was cut: N
+    lines (S) past its limit of 32.0 MiB (--trace-limit) ...]`. Exit
+    status: the program's (128+N for signal N); 2 for a bad command line;
+    124 when --timeout struck.
     """
     program_argv(args)      # a bad program must not leave an empty listing
+    trace_limit_of(args)    # nor a bad limit
     if args.output:
         out_path = Path(args.output)
         try:
@@ -334,11 +399,14 @@ def cmd_trace(args):
     else:
         out = None
     try:
-        run, records = run_program(args)
+        run, lazy, cut = run_program(args)
         nameable = set(calls_mod.table())
         base = os.getcwd()
         lines = []
-        for r in records:
+        unseen = ""
+        # a walk of the records, never all of them parsed at once
+        for r in lazy.each():
+            unseen = unseen or unseen_text(r)
             if r["ev"] == "init":
                 if args.all:
                     lines.append(f"[pid {r.get('pid')}] start "
@@ -347,6 +415,9 @@ def cmd_trace(args):
             elif args.all or r["call"] in nameable:
                 lines.append(trace_mod.format_call(r, base=base,
                                                    show_pid=args.all))
+        if cut is not None:
+            # where the listing stops short of what the program did
+            lines.append(f"[... {cut_text(cut)} ...]")
         text = "".join(line + "\n" for line in lines)
         if out is not None:
             try:
@@ -364,8 +435,11 @@ def cmd_trace(args):
                 out.close()
             except OSError:
                 pass    # said above, or nothing was left to write
-    report_unseen(records, say_line)
-    return report_exit(run, records, say_line)
+    if unseen:
+        say_line(unseen)
+    if cut is not None and out is not None:
+        say_line(cut_text(cut))
+    return report_exit(run, lazy, say_line)
 
 
 # --- help -----------------------------------------------------------------

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import realfs, runner, trace
+from . import realfs, runner, trace, tracecut
 from ..judging import explorer, oracle
 from .cases import target_name
 from .records import crash_seq, records_upto
@@ -77,24 +77,10 @@ class RealPowerLoss:
                     return self.result(case, combo, oracle.Verdict(
                         "harness-error", str(e), SCRATCH_WHY), None, states=0)
                 self.last_out = out
-                run = out.run
-                problem = ""
-                if run.timed_out:
-                    problem = (f"the run on {fs} timed out before its crash "
-                               "point")
-                elif plan and crash_seq(out) is None:
-                    problem = (f"the run on {fs} never reached {case.call}: "
-                               f"the program made its calls otherwise than "
-                               f"in its baseline (exit status {run.status}, "
-                               f"signal {run.signal})")
-                elif plan and aimed_astray(case, out.faulted()):
-                    problem = aimed_astray(case, out.faulted())
-                elif plan == "" and run.status != 0:
-                    problem = (f"the run on {fs} exited {run.status} (signal "
-                               f"{run.signal}) where its baseline exited 0")
+                problem, why = real_run_problem(case, out, plan, fs)
                 if problem:
                     return self.result(case, combo, oracle.Verdict(
-                        "harness-error", problem, REAL_ASTRAY_WHY), out,
+                        "harness-error", problem, why), out,
                         states=0, keep=True)
                 states.append(self.real_state(case, combo, out, baseline,
                                               fs, words))
@@ -162,6 +148,32 @@ class RealPowerLoss:
                                     match.lost)
         return realfs.RealState(label, files, dirs, links, name,
                                 realfs.differences(seen, (files, dirs, links)))
+
+
+def real_run_problem(case, out, plan, fs):
+    """(why the run OUT of a power-loss CASE on the real FS gives no state
+    to judge, the explanation), or ("", ""). PLAN: the run's (None:
+    not run, "": left to exit, else crash-after its point). A run whose
+    trace the limit cut (--trace-limit) cannot show that it got to its
+    point, nor that it took its baseline's path: it is the cut's
+    harness-error (tracecut.trouble), never a state."""
+    run = out.run
+    if run.timed_out:
+        return (f"the run on {fs} timed out before its crash point",
+                REAL_ASTRAY_WHY)
+    cut = tracecut.trouble(out)
+    if cut:
+        return cut, tracecut.CUT_WHY
+    if plan and crash_seq(out) is None:
+        return (f"the run on {fs} never reached {case.call}: the program "
+                "made its calls otherwise than in its baseline (exit status "
+                f"{run.status}, signal {run.signal})", REAL_ASTRAY_WHY)
+    if plan and aimed_astray(case, out.faulted()):
+        return aimed_astray(case, out.faulted()), REAL_ASTRAY_WHY
+    if plan == "" and run.status != 0:
+        return (f"the run on {fs} exited {run.status} (signal {run.signal}) "
+                "where its baseline exited 0", REAL_ASTRAY_WHY)
+    return "", ""
 
 
 # How a real power-loss case's runs push the kernel between the kill and

@@ -660,7 +660,8 @@ def _capture_file(name):
 def _wait(proc, timeout, trim=None):
     """proc.wait(timeout), but woken by the kernel when the process exits.
     TIMEOUT may be a timelimit.Limit: at it the run is looked at, and one
-    that sleeps or makes progress is given more time (Limit.again).
+    that sleeps or makes progress is given more time (Limit.again), which
+    ends once its trace is cut (Limit.cut_over, asked at each TRIM).
 
     Popen.wait with a timeout polls, sleeping 0.5 ms, then 1, 2, 4 ... up
     to 50 ms between looks: a run of 3 ms is seen ending at 3.5 or 7 ms,
@@ -697,6 +698,9 @@ def _wait(proc, timeout, trim=None):
             if trim is not None:
                 trim()
             if time.monotonic() < deadline:
+                if limit is not None and \
+                        limit.cut_over(time.monotonic() - start):
+                    raise subprocess.TimeoutExpired(proc.args, float(timeout))
                 continue
             more = limit.again(proc.pid, time.monotonic() - start) \
                 if limit is not None else None
@@ -950,6 +954,9 @@ class ForkServer:
                 except subprocess.TimeoutExpired:
                     _trim(out, err)
                     if time.monotonic() < deadline:
+                        if limit is not None and \
+                                limit.cut_over(time.monotonic() - began):
+                            raise
                         continue
                     # a run that sleeps or makes progress goes on
                     period = limit.again(pid, time.monotonic() - began) \

@@ -23,10 +23,25 @@ from run to run ("spinning: write on 'target.tmp' failing (No space left
 on device) over and over", "blocked: in pause", "sleeping: in select",
 "running"), for the oracle's hang (Outcome.limit_state); the hang names
 the limit, never the seconds the run took.
+
+A run whose trace the library cut (--trace-limit, tracecut.py) gets no
+more periods: a look reads the trace's lines, and past the cut there are
+none, so a run that spins on the processor was seen "running" at every
+look and went on to the cap, six times its limit, making calls no one
+would read (zip's loud case, docs/benchmarks.md). Nothing it does after
+its limit can be judged either (ended on its own, a cut run is a
+harness-error: tracecut.trouble), so at its limit it is killed, "past the
+trace limit: running" (or what else it was doing); one that was given
+more time and is cut during it is killed at once (Limit.cut_over, which
+the runner asks every TRIM_EVERY seconds). A spin seen in the lines
+before the cut, or a run blocked, is said as such. A run whose trace is
+whole is looked at as above, however slow.
 """
 
 import json
 import os
+
+from .trace import CUT_START
 
 MULTIPLE = 10           # a case's limit: its baseline's duration times this
 CAP_FACTOR = 6          # a run that sleeps or progresses is killed at this
@@ -42,6 +57,8 @@ _SYSCALL_NAMES = {0: "read", 7: "poll", 23: "select", 34: "pause",
                   202: "futex", 232: "epoll_wait", 270: "pselect6",
                   271: "ppoll", 247: "waitid"}
 _TAIL = 64 * 1024       # bytes of new trace read at a look
+_CUT_TAIL = 4096        # bytes at the trace's end a cut line is looked for in
+CUT_STATE = "past the trace limit"  # a cut run's state: CUT_STATE: <doing>
 
 
 class Limit:
@@ -54,6 +71,7 @@ class Limit:
         self.cap = float(cap) if cap is not None else self.seconds * CAP_FACTOR
         self.trace = trace
         self.state = ""             # what the run was doing at the last look
+        self.cut = False            # its trace was seen cut (it stays so)
         self._ticks = None
         self._offset = 0
 
@@ -84,10 +102,40 @@ class Limit:
             self.state = doing if doing.startswith("blocked") else \
                 "blocked: no call and no processor time"
             return None
+        if self.trace_cut():
+            # its calls since the cut are counted, not written: more time
+            # shows nothing, and nothing after the limit can be judged
+            self.state = f"{CUT_STATE}: {self.state}"
+            return None
         left = self.cap - elapsed
         if left <= 0:
             return None
         return min(self.seconds, left)
+
+    def cut_over(self, elapsed):
+        """Between looks, ELAPSED seconds into the run: whether it is past
+        its limit (given more time at a look) and its trace was cut since,
+        which ends it now. Sets state, with what the last look saw."""
+        if elapsed < self.seconds or not self.trace_cut():
+            return False
+        self.state = f"{CUT_STATE}: {self.state or 'running'}"
+        return True
+
+    def trace_cut(self):
+        """Whether the library cut the run's trace (--trace-limit): its
+        cut line ends the lines (trace.CUT_START)."""
+        if self.cut or not self.trace:
+            return self.cut
+        try:
+            with open(self.trace, "rb") as fh:
+                end = _data_end(fh)
+                start = max(0, end - _CUT_TAIL)
+                fh.seek(start)
+                tail = fh.read(end - start)
+        except OSError:
+            return False
+        self.cut = CUT_START in tail
+        return self.cut
 
     def _trace_news(self):
         """(what a spin repeats, or "", the calls made) since the last

@@ -39,14 +39,20 @@ def read(path):
 
 def read_cut(path):
     """(the text of a trace file as read() gives it, its Cut or None)."""
+    return split_cut(read_whole(path))
+
+
+def read_whole(path):
+    """The text of a trace file (missing: empty), as clean() gives it,
+    the line that says it was cut kept."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        return b"", None
+        return b""
     except OSError as e:
         raise TraceError(f"{path}: cannot read trace: {e.strerror}") from None
-    return split_cut(clean(data))
+    return clean(data)
 
 
 @dataclass
@@ -64,8 +70,10 @@ class Cut:
 
 
 # The cut line: its counts are fixed-width strings the library rewrites in
-# place as it drops lines (a rewrite cut short by a SIGKILL leaves digits)
-_CUT_START = b'{"ev":"dropped",'
+# place as it drops lines (a rewrite cut short by a SIGKILL leaves digits).
+# With shared counters (every run of a sweep) it is the last line of a cut
+# trace: no line is written after it (timelimit.Limit looks for it there)
+CUT_START = b'{"ev":"dropped",'
 _CUT = re.compile(rb'\{"ev":"dropped","lines":"(\d+)","bytes":"(\d+)",'
                   rb'"limit": *(\d+)\}\Z')
 
@@ -75,11 +83,11 @@ def split_cut(data):
     starts a line, as every line of the library does (a quote inside a
     path is escaped). Without shared counters each process of a tree
     says its own: the largest counts stand for them all."""
-    if _CUT_START not in data:
+    if CUT_START not in data:
         return data, None
     kept, cuts = [], []
     for line in data.split(b"\n"):
-        if not line.startswith(_CUT_START):
+        if not line.startswith(CUT_START):
             kept.append(line)
             continue
         m = _CUT.match(line)
@@ -191,6 +199,32 @@ class Lazy:
         if self._records is None:
             self._records = parse(self.data, self.name)
         return self._records
+
+    def each(self, part=4096):
+        """Every record, in seq order, as records gives them, parsed PART
+        lines at a time: a command that reads a trace once through
+        (inject, trace) never holds a long trace parsed whole (a trace of
+        32 MiB is some 160,000 records, half a gigabyte of dicts)."""
+        if self.lines is None or self._records is not None:
+            yield from self.records
+            return
+        for start in range(0, len(self.lines), part):
+            got = self._lines(range(start, min(start + part, len(self.lines))))
+            if got is None:
+                # parse() refuses a line, or reads it otherwise: the
+                # whole trace's answer (or its TraceError) decides
+                first = self.seqs[start]
+                yield from (r for r in self.records if r["seq"] >= first)
+                return
+            yield from got
+
+    def has(self, ev):
+        """Whether the trace holds a record of EV (init, call, crash),
+        told by the lines' heads where they were read."""
+        if self.codes is not None and self._records is None:
+            code = _EV_CODE[ev.encode()]
+            return any(c & 3 == code for c in self.codes)
+        return any(r["ev"] == ev for r in self.records)
 
     # A trace this short is parsed whole at once: its excerpt is all of
     # it anyway, and one parse costs less than two of parts

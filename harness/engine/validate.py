@@ -49,7 +49,7 @@ from ..judging import explorer
 from .. import calls, coords
 from . import (baseline as baselinemod, cases as casesmod, contain, execute,
                pool, realfs, records as recordsmod, results as resultsmod,
-               runner, spec as specmod, sweep)
+               runner, spec as specmod, sweep, tracecut)
 
 
 @dataclass(frozen=True)
@@ -236,6 +236,11 @@ def _unit(item):
             scratch, plan.timeout, record=False, settings=settings,
             backend=how, crash=True, before_crash=HOOKS[variation])
         res["real_seconds"] = time.perf_counter() - t0
+        cut = tracecut.trouble(out)
+        if cut:
+            # past the trace limit: where it stopped is not seen
+            res["missed"] = cut
+            return res
         if out.run.timed_out or (coord != "exit" and recordsmod.crash_seq(out) != seq) \
                 or (coord == "exit" and out.run.status != 0):
             res["missed"] = (f"the run did not stop at {coord}, seq {seq} "

@@ -171,8 +171,9 @@ def _crash_state_verdict(o, succeeded, quiet):
 def _hang(o):
     """A run past its time limit, by what it was doing when the limit
     struck (Outcome.limit_state, engine/timelimit.py): spinning on a
-    failing call, blocked, or still going (sleeping, or making calls)
-    at the furthest the limit may be pushed. The words name the limit's
+    failing call, blocked, still going past the trace limit, or still
+    going (sleeping, or making calls) at the furthest the limit may be
+    pushed. The words name the limit's
     floor (Outcome.timeout: the spec's timeout), never the seconds a run
     took, which differ from run to run."""
     limit = (f"its time limit ({o.timeout:g}s, or ten times its run without "
@@ -190,6 +191,18 @@ def _hang(o):
                 "stays full, EIO does not heal): retry only EINTR and short "
                 "writes, and fail with a message on anything else.")
         rule = "retry only EINTR and short writes; fail on anything else"
+    elif how == "past the trace limit":
+        # engine/timelimit.py's CUT_STATE: killed at its limit, as its
+        # calls since the cut were counted, not written down
+        text = (f"The program was still at work ({what}) when {limit} ran "
+                "out, past crashcheck's trace limit (--trace-limit): its "
+                "calls since the cut were counted, not written down, so "
+                "more time could have shown nothing, and it was given none. "
+                "A loop that retries a persistent error never ends (a full "
+                "disk stays full, EIO does not heal): give up on it in "
+                "bounded time. A program that merely makes that many calls "
+                "needs a larger --trace-limit.")
+        rule = "give up on a persistent error in bounded time"
     elif how == "blocked":
         what = f" ({what})" if what else ""
         text = (f"The program was blocked{what}, making no call and using "

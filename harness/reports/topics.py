@@ -41,8 +41,8 @@ MEANINGS = {
     "hang": "it ran past its time limit (ten times its run without a "
             "fault, at least the spec's timeout), spinning on a failing "
             "call or blocked, or still at work when the limit, pushed back "
-            "while it slept or made progress, ran out; its process group "
-            "was killed",
+            "while it slept or made progress (never past a cut of its "
+            "trace), ran out; its process group was killed",
     "skipped":
         "the case cannot run here, with the reason (e.g. O_DIRECT "
         "unsupported on this filesystem)",

@@ -16,6 +16,11 @@
  *            full
  *   block    wait for a signal that never comes (pause). Defect: it
  *            never ends
+ *   churn    after sleeping SECONDS once (if given), write again after
+ *            an open and a close of ".", for ever: no single failing
+ *            call, as zip's loop (docs/benchmarks.md), so a look at
+ *            the time limit sees a run at work, not a spin. Defect: a
+ *            full disk stays full
  *
  * Any other failure is said on stderr, exit 1. Exit status: 0 replaced,
  * 1 failed, 2 gave up after backing off (or usage).
@@ -41,9 +46,9 @@ int main(int argc, char **argv)
 	int in, fd, next = 4;
 
 	if (argc < 4 || (strcmp(argv[1], "backoff") && strcmp(argv[1], "spin") &&
-			 strcmp(argv[1], "block"))) {
-		fprintf(stderr, "usage: backoff backoff|spin|block TARGET NEW "
-			"[SECONDS...]\n");
+			 strcmp(argv[1], "block") && strcmp(argv[1], "churn"))) {
+		fprintf(stderr, "usage: backoff backoff|spin|block|churn TARGET "
+			"NEW [SECONDS...]\n");
 		return 2;
 	}
 	in = open(argv[3], O_RDONLY);
@@ -61,6 +66,16 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], "block")) {
 			pause();		/* BUG: waits for ever */
 			continue;
+		}
+		if (!strcmp(argv[1], "churn")) {
+			int dir;
+
+			if (next < argc)
+				sleep((unsigned)atoi(argv[next++]));
+			dir = open(".", O_RDONLY | O_DIRECTORY);
+			if (dir >= 0)
+				close(dir);
+			continue;		/* BUG: retries for ever */
 		}
 		if (next >= argc)
 			return fail("write", tmp, 2);
