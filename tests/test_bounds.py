@@ -188,6 +188,24 @@ def test_a_run_past_the_trace_limit_is_never_a_pass(tmp_path):
     assert "--trace-limit 1M" in case["reproduce"]
 
 
+def test_replay_keeps_to_the_trace_limit_the_case_ran_with(tmp_path):
+    # 20000 failed writes: past 1 MiB of trace, well within the default
+    # 32 MiB; replayed with the default, the case would be judged whole
+    prog = build(tmp_path, "retrier")
+    r, cases = audit(tmp_path, "out", prog, "-n", "20000", "{new}",
+                     "{target}", case="retrier-write(target.tmp)#1++=EIO",
+                     extra=("--trace-limit", "1M"))
+    case, = cases
+    assert case["verdict"] == "harness-error" and case["trace_cut"], case
+    rp = subprocess.run([str(CRASHCHECK), "replay", "--results",
+                         str(tmp_path / "out" / "results.json"), "--out",
+                         str(tmp_path / "replay"), case["id"]], cwd=ROOT,
+                        capture_output=True, text=True, timeout=600)
+    assert f"{case['id']}: harness-error\n" in rp.stdout, \
+        rp.stdout + rp.stderr
+    assert rp.returncode == 0
+
+
 def test_a_spin_the_time_limit_ended_is_judged_and_its_cut_said(tmp_path):
     prog = build(tmp_path, "chatter")
     r, cases = audit(tmp_path, "out", prog, "{new}", "{target}",

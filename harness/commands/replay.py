@@ -194,7 +194,8 @@ def replay_settings(work, case_id, model, run, summary):
             if m in casesmod.MODELS) or casesmod.DEFAULT_MODELS,
         seed=int(summary.get("seed") or 0), cap=int(run.get("cap") or 64),
         jobs=1, home=bool((run.get("audit") or {}).get("home")),
-        exhaustive=True, sector=_sector(run))
+        exhaustive=True, sector=_sector(run),
+        trace_limit=_trace_limit(run))
     settings.scratch_limit = sweep.default_limit(1)
     settings.work.mkdir(parents=True)
     return settings
@@ -227,6 +228,14 @@ def case_again(case_id, spec, settings, recorded):
         raise UsageError(f"case '{case_id}' no longer exists: the program's "
                          "calls changed since the recorded run")
     return combo, case
+
+
+def _trace_limit(run):
+    """The --trace-limit the run kept its traces to (results of an
+    older crashcheck say none: the default)."""
+    limit = run.get("trace_limit")
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) \
+        and limit >= 0 else casesmod.Settings.trace_limit
 
 
 def _sector(run):

@@ -836,6 +836,8 @@ def run_meta(config, state, results, interrupted):
         "seed": state.settings.seed,
         "cap": state.settings.cap,
         "sector": state.settings.sector or _spec_sectors(state.specs),
+        # bytes a run's trace could take (0: no limit): replay's too
+        "trace_limit": state.settings.trace_limit,
         "unseen": _unseen(state.work),
         # whether unseen changes fail the run (junit.xml says it as they do)
         "strict": bool(config.getoption("--cc-strict")),

@@ -7,7 +7,7 @@
  * Method: read NEWFILE, create TARGET.tmp, write the content (in one
  * write, or with -b in one write per byte), fsync it, rename it over
  * TARGET, fsync the directory, exit 0. A write that fails is tried again,
- * up to RETRIES times (200000): a lasting EIO makes 200000 failed calls,
+ * up to RETRIES times (200000, or N with -n N): a lasting EIO makes 200000 failed calls,
  * each a line of the trace, and then the program says so and exits 1
  * before its time limit. Every error is reported.
  *
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RETRIES 200000
+static long retries = 200000;
 
 static int write_retried(int fd, const char *buf, size_t len)
 {
@@ -32,7 +32,7 @@ static int write_retried(int fd, const char *buf, size_t len)
 			return 0;
 		if (n >= 0)
 			errno = EIO;	/* a short write: no partial state wanted */
-		if (tries == RETRIES)
+		if (tries == retries)
 			return -1;
 	}
 }
@@ -44,13 +44,18 @@ int main(int argc, char **argv)
 	int bytewise = 0, in, fd, dfd;
 	ssize_t size;
 
+	if (argc > 2 && !strcmp(argv[1], "-n")) {
+		retries = atol(argv[2]);
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc > 1 && !strcmp(argv[1], "-b")) {
 		bytewise = 1;
 		argv++;
 		argc--;
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: retrier [-b] NEWFILE TARGET\n");
+		fprintf(stderr, "usage: retrier [-n RETRIES] [-b] NEWFILE TARGET\n");
 		return 2;
 	}
 	in = open(argv[1], O_RDONLY);
