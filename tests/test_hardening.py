@@ -1101,8 +1101,9 @@ def test_the_fuzzer_finds_a_planted_defect(tmp_path):
                     if r.get("fd") == 4:
                         {{}}["x"]               # and another one
                 return "ok"
-        fuzz_py.tracemod._OPTIONAL = tuple(
-            o for o in fuzz_py.tracemod._OPTIONAL if o[0] not in ("path", "fd"))
+        from harness.engine import traceparse
+        traceparse._OPTIONAL = tuple(
+            o for o in traceparse._OPTIONAL if o[0] not in ("path", "fd"))
         n, crashes = fuzz_py.fuzz(Planted(), 60, random.Random(1), 65536,
                                   Path({str(tmp_path)!r}), log=lambda m: None,
                                   enough=lambda c: len(c) >= 2)

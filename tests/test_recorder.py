@@ -34,6 +34,7 @@ from harness.judging.models import base as policy
 from harness.judging.powerloss import replay
 from harness.engine import runner  # noqa: E402
 from harness.engine import trace as trace_mod  # noqa: E402
+from harness.engine import traceparse  # noqa: E402
 
 BIN = ROOT / "workloads" / "bin"
 PROGS = Path(__file__).resolve().parent / "progs"
@@ -853,12 +854,12 @@ def test_fast_and_checked_readers_agree(tmp_path, built, size):
                                "../in/new"], "range",
               new=payload.make(size, 2))
     data = trace_mod.read(tmp_path / "r" / "trace.jsonl")
-    assert trace_mod._parse_fast(data) is not None
-    want = trace_mod._parse_checked(data, "t")
+    assert traceparse._parse_fast(data) is not None
+    want = traceparse._parse_checked(data, "t")
     want.sort(key=lambda r: r["seq"])
     assert trace_mod.parse(data) == want
     writes = [line for line in data.split(b"\n")
-              if trace_mod._WRITE_LINE.fullmatch(line.decode())]
+              if traceparse._WRITE_LINE.fullmatch(line.decode())]
     assert len(writes) == 10, "the write lines are not of the fast shape"
     line = writes[3]
     entry = line[line.index(b'"snap":'):]
@@ -878,7 +879,7 @@ def test_fast_and_checked_readers_agree(tmp_path, built, size):
                 data.replace(line, line.replace(b'"flags":[]',
                                                 b'"flags":["O_APPEND"]'))):
         try:
-            want = trace_mod._parse_checked(bad, "t")
+            want = traceparse._parse_checked(bad, "t")
         except trace_mod.TraceError as e:
             with pytest.raises(trace_mod.TraceError) as got:
                 trace_mod.parse(bad, "t")
