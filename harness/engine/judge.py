@@ -454,12 +454,18 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
             return fresh_dir(root / combo.prefix), False
         if self.scratch_root is None:
             return runner.make_scratch(), False
+        full = case is not None and case.disk == "full"
+        if not full and self._scratch_combo == combo.prefix and \
+                self._scratch is not None and self._scratch.is_dir():
+            # the next case of the combo (most cases): as below, without
+            # making the path and its directory again
+            return self._scratch, True
         # the pool's processes share the root: a directory each, its pid
         # (at most 7 digits: Linux's pid_max)
         mine = Path(self.scratch_root) / f"{os.getpid():07d}"
         mine.mkdir(exist_ok=True)
         mine = mine / combo.prefix
-        if case is not None and case.disk == "full":
+        if full:
             if self._scratch == mine:
                 # the combo's reused scratch is where this case goes: it
                 # starts afresh, and so does the next case of the combo
