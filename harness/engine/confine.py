@@ -501,6 +501,12 @@ def prepare(writable, cwd):
         return None, None
 
 
+def current(v):
+    """Whether the View V is still this process's (not dropped after a
+    run that wrote outside its scratch)."""
+    return v is not None and _view.get(os.getpid()) is v
+
+
 def finish(v):
     """After a confined run: what it wrote outside (View.outside), and
     the View made ready for the next run (or dropped)."""

@@ -416,12 +416,30 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         server where it has one (execute_run)."""
         server = self.server_for(combo, scratch, case.backend)
         try:
-            return execute_run(combo, case.plan, scratch,
-                               self.case_seconds(combo),
-                               reuse_input=reuse, server=server,
-                               trace_from=trace_from, trace_full=trace_full,
-                               settings=self.settings, backend=case.backend,
-                               full_disk=case.disk == "full")
+            try:
+                return execute_run(combo, case.plan, scratch,
+                                   self.case_seconds(combo),
+                                   reuse_input=reuse, server=server,
+                                   trace_from=trace_from,
+                                   trace_full=trace_full,
+                                   settings=self.settings,
+                                   backend=case.backend,
+                                   full_disk=case.disk == "full")
+            except runner.ServerStale:
+                # its view is not this run's (a combo's scratch renamed
+                # for the next, the view dropped): nothing ran, and a
+                # new server in the run's view serves it
+                self.close_server()
+                return execute_run(combo, case.plan, scratch,
+                                   self.case_seconds(combo),
+                                   reuse_input=True,
+                                   server=self.server_for(combo, scratch,
+                                                          case.backend),
+                                   trace_from=trace_from,
+                                   trace_full=trace_full,
+                                   settings=self.settings,
+                                   backend=case.backend,
+                                   full_disk=case.disk == "full")
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
@@ -502,8 +520,11 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         if not self.settings.fork_server or scratch != self._scratch:
             return None
         key = (backend, *argv_of(combo))
-        if self._server_key == key and (self._server is None or
-                                        not self._server.closed):
+        if self._server_key == key and (
+                self._server is None or (not self._server.closed and
+                                         self._server.confined_to([scratch]))):
+            # (a confined server's view holds the scratch by its path:
+            # another combo's, renamed, is served by another server)
             return self._server
         self.close_server()
         self._server_key = key
@@ -516,7 +537,7 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         try:
             self._server = runner.ForkServer(
                 key[1:], home=work, timeout=timeout_of(combo, self.settings),
-                backend=backend)
+                backend=backend, confine=[scratch])
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.
