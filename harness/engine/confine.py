@@ -22,8 +22,10 @@ case's "outside" in results.json and its report), and thrown away.
 
 The view is made in the process about to become the program, from steps
 this module writes (CRASHCHECK_VIEW; faults/confine.c makes them): by
-faults/bin/confine, which a run is exec'd through, by the preload's fork
-server's child, and by the supervisor's child. As root the namespace is a
+faults/bin/confine, which a run is exec'd through (and a sweep's fork
+server, whose runs are forked in its view), by the preload's fork
+server's child where the server has none, and by the supervisor's
+child. As root the namespace is a
 plain mount namespace; as another user a user namespace owns it (where
 the kernel allows unprivileged ones), and since an overlay there cannot
 lie on the host's locked mounts, the view is the machine read-only: a

@@ -892,6 +892,10 @@ class ForkServer:
             if self.pid is not None:
                 _kill_group(self.pid)   # it runs nothing of ours to wait for
             self.close()
+            if self._view is not None:
+                # a program refused (a static one ran as itself) may have
+                # written in the view: no run's to name, and thrown away
+                confine_mod.finish(self._view)
             raise
 
     def _receive(self, timeout):
