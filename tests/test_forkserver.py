@@ -895,3 +895,26 @@ def test_a_run_that_writes_outside_ends_its_server(tmp_path):
     finally:
         server.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: root only")
+def test_a_mount_on_the_scratch_after_the_server_started_is_not_served(
+        tmp_path):
+    """A filesystem the harness mounts in a run's scratch after the
+    server started (--fs mounts each run's on its work directory) is
+    not in the server's view: the run is refused as stale, where it
+    would have written to the directory under the mount."""
+    server, scratch = confined_server(tmp_path)
+    work = scratch / casesmod.WORK
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "none", str(work)],
+                       check=True)
+        try:
+            with pytest.raises(runner.ServerStale):
+                served(server, scratch)
+        finally:
+            subprocess.run(["umount", str(work)], check=True)
+        assert served(server, scratch).status == 0
+    finally:
+        server.close()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -503,6 +503,14 @@ def prepare(writable, cwd):
         return None, None
 
 
+def mounted_under(paths):
+    """The mount points of this process at or under PATHS (a run's
+    filesystem on its work directory, --fs), in mount order."""
+    tops = [os.path.abspath(os.fspath(p)) for p in paths]
+    return [point for point, _, _ in mounts()
+            if any(_under(point, t) for t in tops)]
+
+
 def current(v):
     """Whether the View V is still this process's (not dropped after a
     run that wrote outside its scratch)."""

@@ -535,9 +535,13 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         work = Path(scratch) / WORK
         work.mkdir(exist_ok=True)
         try:
+            # not in a view of its own under --fs: each run's filesystem
+            # is mounted on its work directory after the server started,
+            # where a view made then would not hold it
             self._server = runner.ForkServer(
                 key[1:], home=work, timeout=timeout_of(combo, self.settings),
-                backend=backend, confine=[scratch])
+                backend=backend,
+                confine=[scratch] if self.settings.fs is None else None)
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.

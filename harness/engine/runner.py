@@ -809,7 +809,7 @@ class ForkServer:
         is another then is refused with ServerStale (run)."""
         self.backend = backend
         self._view = self._view_steps = self._view_ids = None
-        self._view_dirs = None
+        self._view_dirs = self._view_inner = None
         self._mounts = None     # the server's mountinfo, polled (run)
         if backend == "syscall":
             backend_mod.check_supervisor()
@@ -851,6 +851,9 @@ class ForkServer:
                     self._view_dirs = [os.path.abspath(os.fspath(p))
                                        for p in confine]
                     self._view_ids = _dir_ids(confine)
+                    # bound with the scratch as they are now: one mounted
+                    # there later is not in the view (_serves)
+                    self._view_inner = confine_mod.mounted_under(confine)
                     self._view_steps = _view_of(steps)
                     self._view = view
             if backend != "syscall":
@@ -971,9 +974,11 @@ class ForkServer:
         View VIEW, is one this confined server's view holds: the same
         view (not dropped since), the same directories (not renamed or
         made again), the same mounts (a run of it may have mounted
-        something, as root or in its user namespace)."""
+        something, as root or in its user namespace), the same mounts
+        in the directories (their view bound those there at its start)."""
         if steps is None or view is not self._view or \
-                _view_of(steps) != self._view_steps:
+                _view_of(steps) != self._view_steps or \
+                confine_mod.mounted_under(confine) != self._view_inner:
             return False
         try:
             if _dir_ids(confine) != self._view_ids:
