@@ -29,7 +29,10 @@
  * A variable CRASHCHECK_CGROUP=DIR in a request is not the program's: the
  * child moves itself into the cgroup DIR first, before the program can
  * start anything, so that all it starts is in the harness's box for the
- * run (harness/engine/contain.py). Nor is CRASHCHECK_VIEW=STEPS: the
+ * run (harness/engine/contain.py). A fourth descriptor with the request
+ * is that cgroup's cgroup.procs, opened by the harness: the child of a
+ * server started in a view of the machine (confine.py), where no cgroup
+ * is mounted, joins the box through it. Nor is CRASHCHECK_VIEW=STEPS: the
  * child makes that view of the machine (confine.c) after joining the
  * cgroup and before it takes the request's directory, so that the
  * program starts confined, as the confine helper would start it.
@@ -64,6 +67,7 @@
 #include "confine.h"
 
 static int serve_fd = -1;
+static int req_cgroup_fd = -1;	/* the request's cgroup.procs, or -1 */
 
 /*
  * The environment main is given. A program's main may take its variables
@@ -289,8 +293,14 @@ static void become_run(char *req, size_t len, int fds[3])
 	serve_fd = -1;
 	/* first: nothing of the run may start outside its box */
 	cgroup = cc_serve_cgroup(req, len);
-	if (cgroup)
+	if (req_cgroup_fd >= 0) {
+		if (syscall(SYS_write, req_cgroup_fd, "0", 1) != 1)
+			cc_die("fork server: join the run's cgroup: %s", strerror(errno));
+		cc_sys_close(req_cgroup_fd);
+		req_cgroup_fd = -1;
+	} else if (cgroup) {
 		join_cgroup(cgroup);
+	}
 	if (setsid() < 0)
 		cc_die("fork server: setsid: %s", strerror(errno));
 	view = cc_serve_view(req, len);
@@ -351,7 +361,7 @@ static int wait_run(pid_t pid)
 ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 {
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { req, size - 1 };
@@ -364,6 +374,7 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 	mh.msg_iovlen = 1;
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = sizeof(ctl.buf);
+	req_cgroup_fd = -1;
 	do
 		n = recvmsg(serve_fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -379,6 +390,8 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 				if (got < 3)
 					fds[got++] = fd;
+				else if (got == 3 && req_cgroup_fd < 0)
+					req_cgroup_fd = fd;
 				else
 					close(fd);
 			}
@@ -387,6 +400,9 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 	if (got != 3 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		for (int i = 0; i < got; i++)
 			close(fds[i]);
+		if (req_cgroup_fd >= 0)
+			close(req_cgroup_fd);
+		req_cgroup_fd = -1;
 		errno = EPROTO;
 		return -1;
 	}
@@ -448,6 +464,9 @@ void cc_serve(void)
 		}
 		for (int i = 0; i < 3; i++)
 			close(fds[i]);
+		if (req_cgroup_fd >= 0)
+			close(req_cgroup_fd);
+		req_cgroup_fd = -1;
 		if (pid < 0) {
 			/* the run did not start; the harness runs it another way */
 			cc_serve_say("fail fork: %s", strerror(errno));

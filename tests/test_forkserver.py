@@ -619,7 +619,11 @@ def test_the_audit_forks_its_cases_unless_refused(tmp_path, thread):
 def test_one_server_serves_a_command_line_across_sizes(tmp_path):
     """The combos of one spec and strategy differ in size only: one
     server in a pool process serves them all, in one scratch emptied
-    between them, WORK kept (the server started there)."""
+    between them, WORK kept (the server started there). Where runs are
+    confined, a server is started in its runs' view, which holds the
+    scratch by its path: the scratch renamed for the next combo is
+    served by a server of its own."""
+    from harness.engine import confine
     judge, cases = judge_for(tmp_path, True)
     try:
         sync = [c for c in cases if c.plan and "-sync-" in c.combo]
@@ -631,7 +635,8 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
             results.append(judge.execute(c))
             servers.add(judge._server.pid)
             works.add(os.stat(judge._scratch / casesmod.WORK).st_ino)
-        assert len(servers) == 1 and len(works) == 1
+        assert len(works) == 1
+        assert len(servers) == (len(firsts) if confine.available() else 1)
         ref, _ = judge_for(tmp_path / "ref", False)
         try:
             strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731
@@ -800,3 +805,116 @@ def test_a_bash_script_served_is_judged_as_execd(tmp_path):
         got[mode] = {c["id"]: c["verdict"] for c in cases}
     assert got["served"] == got["execd"]
     assert "not-durable" in got["served"].values()
+
+
+def confined_server(tmp_path, scratch=None):
+    """(server, scratch) of a sh script's server whose view holds its
+    scratch (ForkServer's confine; a new one by default), where runs
+    are confined here."""
+    from harness.engine import confine
+    if not confine.available():
+        pytest.skip(f"no confinement here: {confine.reason() or 'off'}")
+    if scratch is None:
+        scratch = runner.make_scratch("crashcheck-test-")
+        (scratch / casesmod.WORK).mkdir()
+    work = scratch / casesmod.WORK
+    script = ('if [ -n "$MOUNT" ]; then mkdir -p m && mount -t tmpfs none m; '
+              'fi; if [ -n "$OUTSIDE" ]; then echo x > "$OUTSIDE"; fi; '
+              'pwd; cat /proc/self/mountinfo | wc -l')
+    server = runner.ForkServer(["/bin/sh", "-c", script], home=work,
+                               timeout=30, confine=[scratch])
+    return server, scratch
+
+
+def served(server, scratch, **extra):
+    return server.run(cwd=scratch / casesmod.WORK, timeout=30,
+                      confine=[scratch], extra=extra)
+
+
+def test_a_confined_servers_runs_share_its_view(tmp_path):
+    """A confined server is started in its runs' view, and each run is
+    forked in it: the same mounts, the scratch its own, nothing named
+    outside; a run whose scratch is another directory is refused as
+    stale (its caller starts a server there)."""
+    server, scratch = confined_server(tmp_path)
+    try:
+        first, second = served(server, scratch), served(server, scratch)
+        assert first.status == second.status == 0, first.stderr
+        assert first.stdout == second.stdout
+        assert first.stdout.split(b"\n")[0] == \
+            os.fsencode(scratch / casesmod.WORK)
+        assert first.outside == second.outside == []
+        assert server.confined_to([scratch])
+        other = runner.make_scratch("crashcheck-test-")
+        try:
+            (other / casesmod.WORK).mkdir()
+            assert not server.confined_to([other])
+            with pytest.raises(runner.ServerStale):
+                served(server, other)
+        finally:
+            shutil.rmtree(other, ignore_errors=True)
+    finally:
+        server.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: root only")
+def test_a_run_that_mounts_leaves_its_server_stale(tmp_path):
+    """The runs of a confined server share its mount namespace: a run
+    that mounts something would hand it to the next, which is refused
+    instead (ServerStale), and a new server serves it."""
+    server, scratch = confined_server(tmp_path)
+    try:
+        run = served(server, scratch, MOUNT="1")
+        assert run.status == 0, run.stderr
+        with pytest.raises(runner.ServerStale):
+            served(server, scratch)
+    finally:
+        server.close()
+    server, _ = confined_server(tmp_path, scratch)
+    try:
+        assert served(server, scratch).status == 0
+    finally:
+        server.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_run_that_writes_outside_ends_its_server(tmp_path):
+    """What a served run writes outside its scratch is named, as an
+    exec'd run's is; the view it went to is thrown away, and the server
+    that is in it is closed: the next run starts another."""
+    server, scratch = confined_server(tmp_path)
+    target = os.path.join(os.path.expanduser("~"),
+                          f".cc-served-{os.getpid()}")
+    try:
+        run = served(server, scratch, OUTSIDE=target)
+        assert not os.path.exists(target)
+        if os.geteuid() == 0:
+            assert run.outside == ["~/" + os.path.basename(target)]
+            assert server.closed
+    finally:
+        server.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: root only")
+def test_a_mount_on_the_scratch_after_the_server_started_is_not_served(
+        tmp_path):
+    """A filesystem the harness mounts in a run's scratch after the
+    server started (--fs mounts each run's on its work directory) is
+    not in the server's view: the run is refused as stale, where it
+    would have written to the directory under the mount."""
+    server, scratch = confined_server(tmp_path)
+    work = scratch / casesmod.WORK
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "none", str(work)],
+                       check=True)
+        try:
+            with pytest.raises(runner.ServerStale):
+                served(server, scratch)
+        finally:
+            subprocess.run(["umount", str(work)], check=True)
+        assert served(server, scratch).status == 0
+    finally:
+        server.close()
+        shutil.rmtree(scratch, ignore_errors=True)

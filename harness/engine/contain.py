@@ -712,7 +712,11 @@ class Box:
         return self._finish_scan(grace)
 
     def _finish_cgroup(self, grace):
-        if grace > 0 and _populated(self.cgroup):
+        if not _populated(self.cgroup):
+            # nothing left in it or below (the common end of a run: one
+            # read of cgroup.events, not three files)
+            return []
+        if grace > 0:
             _cgroup_empty(self.cgroup, time.monotonic() + grace)
         pids = _procs(self.cgroup)
         if not pids and not _populated(self.cgroup):

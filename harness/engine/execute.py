@@ -13,6 +13,7 @@ import functools
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from .. import coords, size_text
@@ -297,9 +298,16 @@ def _emptied(path):
     """PATH as an empty directory of ours: emptied, or made again where a
     run removed it or left something else in its place (a link is
     removed, never followed)."""
-    if os.path.islink(path) or (os.path.exists(path)
-                                and not os.path.isdir(path)):
+    try:
+        # one lstat: a link is never followed
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.mkdir(path)
+        return
+    if not stat.S_ISDIR(st.st_mode):
         os.unlink(path)
+        os.mkdir(path)
+        return
     try:
         clear_dir(path)
     except FileNotFoundError:

@@ -416,12 +416,30 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         server where it has one (execute_run)."""
         server = self.server_for(combo, scratch, case.backend)
         try:
-            return execute_run(combo, case.plan, scratch,
-                               self.case_seconds(combo),
-                               reuse_input=reuse, server=server,
-                               trace_from=trace_from, trace_full=trace_full,
-                               settings=self.settings, backend=case.backend,
-                               full_disk=case.disk == "full")
+            try:
+                return execute_run(combo, case.plan, scratch,
+                                   self.case_seconds(combo),
+                                   reuse_input=reuse, server=server,
+                                   trace_from=trace_from,
+                                   trace_full=trace_full,
+                                   settings=self.settings,
+                                   backend=case.backend,
+                                   full_disk=case.disk == "full")
+            except runner.ServerStale:
+                # its view is not this run's (a combo's scratch renamed
+                # for the next, the view dropped): nothing ran, and a
+                # new server in the run's view serves it
+                self.close_server()
+                return execute_run(combo, case.plan, scratch,
+                                   self.case_seconds(combo),
+                                   reuse_input=True,
+                                   server=self.server_for(combo, scratch,
+                                                          case.backend),
+                                   trace_from=trace_from,
+                                   trace_full=trace_full,
+                                   settings=self.settings,
+                                   backend=case.backend,
+                                   full_disk=case.disk == "full")
         except runner.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
@@ -454,12 +472,18 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
             return fresh_dir(root / combo.prefix), False
         if self.scratch_root is None:
             return runner.make_scratch(), False
+        full = case is not None and case.disk == "full"
+        if not full and self._scratch_combo == combo.prefix and \
+                self._scratch is not None and self._scratch.is_dir():
+            # the next case of the combo (most cases): as below, without
+            # making the path and its directory again
+            return self._scratch, True
         # the pool's processes share the root: a directory each, its pid
         # (at most 7 digits: Linux's pid_max)
         mine = Path(self.scratch_root) / f"{os.getpid():07d}"
         mine.mkdir(exist_ok=True)
         mine = mine / combo.prefix
-        if case is not None and case.disk == "full":
+        if full:
             if self._scratch == mine:
                 # the combo's reused scratch is where this case goes: it
                 # starts afresh, and so does the next case of the combo
@@ -496,8 +520,11 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         if not self.settings.fork_server or scratch != self._scratch:
             return None
         key = (backend, *argv_of(combo))
-        if self._server_key == key and (self._server is None or
-                                        not self._server.closed):
+        if self._server_key == key and (
+                self._server is None or (not self._server.closed and
+                                         self._server.confined_to([scratch]))):
+            # (a confined server's view holds the scratch by its path:
+            # another combo's, renamed, is served by another server)
             return self._server
         self.close_server()
         self._server_key = key
@@ -508,9 +535,13 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         work = Path(scratch) / WORK
         work.mkdir(exist_ok=True)
         try:
+            # not in a view of its own under --fs: each run's filesystem
+            # is mounted on its work directory after the server started,
+            # where a view made then would not hold it
             self._server = runner.ForkServer(
                 key[1:], home=work, timeout=timeout_of(combo, self.settings),
-                backend=backend)
+                backend=backend,
+                confine=[scratch] if self.settings.fs is None else None)
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.

@@ -733,9 +733,29 @@ def _nothing():
     yield
 
 
+def _view_of(steps):
+    """A view's steps but for the working directory (its last, C line):
+    what a confined server's runs share."""
+    head, _, last = steps.rpartition("\n")
+    return head if last.startswith("C\t") else steps
+
+
+def _dir_ids(paths):
+    """(device, inode) of each of PATHS: a directory removed and made
+    again is another one, which a view made before does not hold."""
+    return [(st.st_dev, st.st_ino) for st in map(os.stat, paths)]
+
+
 class ServerUnavailable(Exception):
     """The program cannot be served (faults/serve.c), or its server is
     gone: run it the ordinary way."""
+
+
+class ServerStale(ServerUnavailable):
+    """A confined server's view is not the run's any more (its scratch
+    was renamed or made again, the view was dropped, a run changed the
+    mounts): nothing was run; a new server of the same command line
+    serves it (ForkServer.confine)."""
 
 
 def _answer(msg, word, count):
@@ -778,13 +798,23 @@ class ForkServer:
     then runs the case with run().
     """
 
-    def __init__(self, argv, *, home, timeout, backend="preload"):
+    def __init__(self, argv, *, home, timeout, backend="preload",
+                 confine=None):
         """Start argv as a server in the directory `home` (best where its
         runs will work: libraries load there). A program that never
         reaches our library (static) runs there once, as itself, and is
         refused: the caller lays the directory out again. timeout: how
-        long it may take to get ready."""
+        long it may take to get ready. confine: the directories its runs
+        may change (their scratch), where the preload's server itself
+        is started in the view of them (harness/engine/confine.py), and
+        every run is forked in it: a view made per run (its namespace,
+        a dozen mounts, pivot_root, and all of it torn down at the run's
+        exit) cost a served run more than its program. A run whose view
+        is another then is refused with ServerStale (run)."""
         self.backend = backend
+        self._view = self._view_steps = self._view_ids = None
+        self._view_dirs = self._view_inner = None
+        self._mounts = None     # the server's mountinfo, polled (run)
         if backend == "syscall":
             backend_mod.check_supervisor()
             # the runs exec it: one that is not there is said as run()
@@ -813,6 +843,23 @@ class ForkServer:
         try:
             env = build_env(program=argv[0], cwd=home, backend=backend)
             env["CRASHCHECK_SERVE"] = str(slot)
+            if confine is not None and backend != "syscall":
+                steps, view = confine_mod.prepare(confine, home)
+                if steps is not None:
+                    # exec'd through the confine helper, which makes the
+                    # view and unsets the variable
+                    env[confine_mod.VIEW_VAR] = steps
+                    server_argv = [str(confine_mod.HELPER),
+                                   program_file(server_argv[0], home, env),
+                                   *server_argv]
+                    self._view_dirs = [os.path.abspath(os.fspath(p))
+                                       for p in confine]
+                    self._view_ids = _dir_ids(confine)
+                    # bound with the scratch as they are now: one mounted
+                    # there later is not in the view (_serves)
+                    self._view_inner = confine_mod.mounted_under(confine)
+                    self._view_steps = _view_of(steps)
+                    self._view = view
             if backend != "syscall":
                 # room in the environment main is given, for each run's
                 # variables: faults/serve.c writes them there
@@ -835,6 +882,16 @@ class ForkServer:
                 raise ServerUnavailable(hello[len("refuse "):] if
                                         hello.startswith("refuse ") else
                                         f"unexpected answer {hello!r}")
+            if self._view is not None:
+                # polls POLLPRI once a mount in the server's namespace
+                # (the view its runs share) comes or goes (proc(5))
+                self._mounts = os.open(f"/proc/{self.pid}/mountinfo",
+                                       os.O_RDONLY | os.O_CLOEXEC)
+                # what it wrote outside as it started is no run's
+                confine_mod.finish(view)
+                if not confine_mod.current(view):
+                    raise ServerUnavailable("the program wrote outside its "
+                                            "scratch before main")
         except BaseException:
             theirs.close()
             if sink is not None:
@@ -842,6 +899,10 @@ class ForkServer:
             if self.pid is not None:
                 _kill_group(self.pid)   # it runs nothing of ours to wait for
             self.close()
+            if self._view is not None:
+                # a program refused (a static one ran as itself) may have
+                # written in the view: no run's to name, and thrown away
+                confine_mod.finish(self._view)
             raise
 
     def _receive(self, timeout):
@@ -884,20 +945,66 @@ class ForkServer:
         view = None
         if confine is not None:
             steps, view = confine_mod.prepare(confine, cwd)
-            if steps is not None:
+            if self._view is not None:
+                # forked in the server's view, which must be the run's
+                if not self._serves(confine, steps, view):
+                    raise ServerStale("the run's view is not the server's")
+            elif steps is not None:
                 # not a variable of the program's either: the child
                 # makes the view before the program goes on
                 settings[confine_mod.VIEW_VAR] = steps
+        elif self._view is not None:
+            raise ServerStale("an unconfined run of a confined server")
         try:
             run = self._run(settings, cwd, trace, timeout)
         finally:
             outside = confine_mod.finish(view)
+            if self._view is not None and \
+                    not confine_mod.current(self._view):
+                # the run wrote outside its scratch: that view is
+                # dropped, and the server, which is in it, goes too
+                self.close()
         run.outside = outside
         return run
 
+    def confined_to(self, confine):
+        """Whether this server can serve runs that may change CONFINE:
+        an unconfined one any, a confined one those of its own view."""
+        return self._view is None or self._view_dirs == [
+            os.path.abspath(os.fspath(p)) for p in confine]
+
+    def _serves(self, confine, steps, view):
+        """Whether a run that may change CONFINE, in the view STEPS of
+        View VIEW, is one this confined server's view holds: the same
+        view (not dropped since), the same directories (not renamed or
+        made again), the same mounts (a run of it may have mounted
+        something, as root or in its user namespace), the same mounts
+        in the directories (their view bound those there at its start)."""
+        if steps is None or view is not self._view or \
+                _view_of(steps) != self._view_steps or \
+                confine_mod.mounted_under(confine) != self._view_inner:
+            return False
+        try:
+            if _dir_ids(confine) != self._view_ids:
+                return False
+        except OSError:
+            return False
+        poller = select.poll()
+        poller.register(self._mounts, select.POLLPRI)
+        return not poller.poll(0)
+
     def _run(self, settings, cwd, trace, timeout):
         box = contain.Box()
-        if box.cgroup is not None:
+        procs = None
+        if box.cgroup is not None and self._view is not None:
+            # the server's view has no cgroup mounted: the child joins
+            # the box through its cgroup.procs, sent with the request
+            try:
+                procs = os.open(os.path.join(box.cgroup, "cgroup.procs"),
+                                os.O_WRONLY | os.O_CLOEXEC)
+            except OSError:
+                pass        # the child says it cannot join, by its path
+        if box.cgroup is not None and procs is None:
             # not a variable of the program's: the child joins it first
             settings[SERVE_CGROUP] = box.cgroup
         request = b"\0".join(
@@ -908,7 +1015,7 @@ class ForkServer:
             start = time.monotonic()
             try:
                 status, timed_out = self._one_run(request, out, err, timeout,
-                                                  box)
+                                                  box, procs)
             except BaseException:
                 # Interrupted, or the server went wrong: it is done with.
                 # End of file makes it kill a run whose pid we missed.
@@ -923,13 +1030,18 @@ class ForkServer:
                                    trace, [] if timed_out else outlived),
                             timeout)
 
-    def _one_run(self, request, out, err, timeout, box):
-        """(wait status, timed out) of the run of request, in BOX."""
+    def _one_run(self, request, out, err, timeout, box, procs=None):
+        """(wait status, timed out) of the run of request, in BOX (whose
+        cgroup.procs is PROCS, sent with it and closed, when not None)."""
         try:
             socket.send_fds(self._sock, [request],
-                            [self._null, out.fileno(), err.fileno()])
+                            [self._null, out.fileno(), err.fileno()]
+                            + ([procs] if procs is not None else []))
         except OSError as e:
             raise ServerUnavailable(f"fork server: {e.strerror}") from None
+        finally:
+            if procs is not None:
+                os.close(procs)
         try:
             # it answers as soon as it has forked
             started = self._receive(None if timeout is None else float(timeout))
@@ -996,6 +1108,9 @@ class ForkServer:
         it, and a run it is waiting for (we were interrupted before we
         knew its pid) is killed first; one that does not go (a program
         that never became a server) is killed."""
+        if self._mounts is not None:
+            os.close(self._mounts)
+            self._mounts = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None

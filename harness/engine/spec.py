@@ -266,7 +266,12 @@ class Spec:
         elif strategy is not None:
             raise ValueError(f"{self.name}: has no strategies, got {strategy!r}")
         values = {"bin": str(bin), "target": str(target), "new": str(new),
-                  "strategy": strategy, "here": str(self.here)}
+                  "strategy": strategy}
+        if any("{here}" in arg for arg in argv):
+            # resolved only where it is used: it looks at every directory
+            # of the spec's path, and a sweep asks for the command line
+            # twice a case (a quarter of a millisecond each)
+            values["here"] = str(self.here)
         return [_BRACE.sub(lambda m: values[m.group(1)], arg) for arg in argv]
 
     def argv(self, bin, target, new, strategy=None):
