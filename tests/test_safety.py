@@ -327,6 +327,37 @@ def _descendants(pid):
     return found
 
 
+KILLED_IN_SETUP = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, sys.argv[1])
+    from harness.engine import contain
+    real = os.mkdir
+    def mkdir(path, *a, **k):
+        real(path, *a, **k)
+        if os.path.basename(path).startswith("crashcheck-"):
+            print(path, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.mkdir = mkdir
+    contain.Session()
+""")
+
+
+def test_killed_as_its_cgroup_is_made_leaves_no_cgroup(tmp_path):
+    """SIGKILL to crashcheck the moment its session's cgroup exists (the
+    watchdog is started before it, and told of it before it is made: a
+    kill in between left the cgroup behind for good)."""
+    proc = subprocess.run(
+        [PYTHON, "-c", KILLED_IN_SETUP, str(ROOT)], capture_output=True,
+        text=True, timeout=60,
+        env=dict(os.environ, CRASHCHECK_CONTAIN="cgroup"))
+    if "no writable cgroup" in proc.stderr:
+        pytest.skip("no writable cgroup v2 here")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    made = proc.stdout.strip()
+    assert made, "the session made no cgroup"
+    assert gone_within(lambda: os.path.isdir(made)) is False
+
+
 def test_a_bad_containment_mode_is_one_line(tmp_path):
     proc = cli("inject", "fsync#1=EIO", "--", "/bin/true", cwd=tmp_path,
                env=dict(os.environ, CRASHCHECK_CONTAIN="jail"))

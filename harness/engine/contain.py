@@ -315,27 +315,32 @@ def reap(pids=(), since=None):
 # ------------------------------------------------------------------ session
 
 WATCHDOG = r"""
-# crashcheck's watchdog: $1 the session's cgroup (or ""), $2 its token.
-# stdin is a pipe only crashcheck's processes hold; its end means they
+# crashcheck's watchdog: $1 the session's token. stdin is a pipe only
+# crashcheck's processes hold, on which they register what is theirs
+# ("cgroup PATH", "dir PATH") before they make it; its end means they
 # are all gone: kill what they started, remove what they registered.
-dirs=$(cat)
-if [ -n "$1" ] && [ -d "$1" ]; then
-	echo 1 > "$1/cgroup.kill" 2>/dev/null
-	n=0
-	while grep -qs '^populated 1' "$1/cgroup.events" && [ $n -lt 100 ]; do
-		sleep 0.1; n=$((n + 1))
-	done
-	find "$1" -depth -type d -exec rmdir {} \; 2>/dev/null
-fi
+lines=$(cat)
+printf '%s\n' "$lines" | while IFS= read -r line; do
+	case "$line" in
+	cgroup\ /*) cg=${line#cgroup }
+		[ -d "$cg" ] || continue
+		echo 1 > "$cg/cgroup.kill" 2>/dev/null
+		n=0
+		while grep -qs '^populated 1' "$cg/cgroup.events" && [ $n -lt 100 ]; do
+			sleep 0.1; n=$((n + 1))
+		done
+		find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null ;;
+	esac
+done
 n=0
 while [ $n -lt 50 ]; do
-	pids=$(grep -lsz "^CRASHCHECK_SESSION=$2\$" /proc/[0-9]*/environ |
+	pids=$(grep -lsz "^CRASHCHECK_SESSION=$1\$" /proc/[0-9]*/environ |
 		sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p')
 	[ -n "$pids" ] || break
 	kill -KILL $pids 2>/dev/null
 	sleep 0.1; n=$((n + 1))
 done
-printf '%s\n' "$dirs" | while IFS= read -r line; do
+printf '%s\n' "$lines" | while IFS= read -r line; do
 	case "$line" in
 	dir\ /*) rm -rf -- "${line#dir }" ;;
 	esac
@@ -363,6 +368,9 @@ class Session:
         if mode not in MODES:
             raise ContainError(f"{ENV_MODE}: '{mode}' is not one of "
                                f"{', '.join(MODES)}")
+        # the watchdog first: crashcheck killed at any point after this
+        # leaves nothing behind, the cgroup included
+        self._start_watchdog()
         if mode != "subreaper":
             try:
                 self._make_cgroup()
@@ -376,7 +384,6 @@ class Session:
         self.mode = "cgroup" if self.cgroup else "subreaper"
         if _own:
             _subreaper()
-        self._start_watchdog()
 
     def _make_cgroup(self):
         mount, own = _cgroup2_mount(), _own_cgroup()
@@ -384,6 +391,7 @@ class Session:
             raise ValueError("cgroup2 is not mounted")
         home = os.path.normpath(os.path.join(mount, own.lstrip("/")))
         path = os.path.join(home, f"crashcheck-{self.pid}-{self.token[:8]}")
+        self._register(b"cgroup", path)
         os.mkdir(path)
         try:
             probe = os.path.join(path, "probe")
@@ -409,7 +417,7 @@ class Session:
         try:
             pid = os.posix_spawn(
                 "/bin/sh", ["/bin/sh", "-c", WATCHDOG, "crashcheck-watchdog",
-                            self.cgroup or "", self.token], env,
+                            self.token], env,
                 file_actions=[(os.POSIX_SPAWN_DUP2, r, 0),
                               (os.POSIX_SPAWN_OPEN, 1, os.devnull,
                                os.O_WRONLY, 0),
@@ -428,10 +436,13 @@ class Session:
     def remove_later(self, path):
         """Have the watchdog remove PATH (a scratch directory of ours) if
         crashcheck is killed before it removes it itself."""
+        self._register(b"dir", os.path.abspath(path))
+
+    def _register(self, kind, path):
         if self._watchdog is not None:
             try:
                 os.write(self._watchdog[1],
-                         b"dir " + os.fsencode(os.path.abspath(path)) + b"\n")
+                         kind + b" " + os.fsencode(path) + b"\n")
             except OSError:
                 pass
 
