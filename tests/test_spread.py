@@ -227,6 +227,17 @@ def test_an_ssh_gateway_gives_a_local_runs_verdicts(tmp_path, machine):
     case = next(c for c in b["cases"] if c["dir"])
     assert (hide / "out" / "cases" / Path(case["dir"]).name /
             "README.txt").is_file()
+    assert_tree_untouched()
+
+
+def assert_tree_untouched():
+    # xdist copies pytest's own packages into a gateway's directory,
+    # which is the crashcheck tree there: here, this very tree
+    made = [n for n in XDIST_COPIES if (ROOT / n).exists()]
+    assert made == [], f"a gateway's run left {made} in {ROOT}"
+
+
+XDIST_COPIES = ("pytest", "_pytest", "pyexecnetcache")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")
@@ -256,6 +267,7 @@ def test_an_audit_over_ssh_sends_its_inputs(tmp_path):
     b = comparable(hide / "out")
     assert len(a["cases"]) > 20
     assert a["cases"] == b["cases"] and a["summary"] == b["summary"]
+    assert_tree_untouched()
 
 
 @pytest.mark.parametrize("tail,words", [

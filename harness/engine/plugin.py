@@ -682,6 +682,20 @@ def pytest_configure_node(node):
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """(xdist, in the controller, before its gateways start) xdist would
+    copy pytest's own packages into each gateway's directory, which is
+    the user's crashcheck tree there (gateways.check_gateway): files
+    crashcheck did not make, left behind, and a `pytest` package that
+    shadows the installed one. The worker runs the pytest installed
+    there, as a local run does; nothing is copied into the tree."""
+    dsession = config.pluginmanager.getplugin("dsession")
+    manager = getattr(dsession, "nodemanager", None)
+    if manager is not None:
+        manager.roots = []
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_newgateway(gateway):
     """(xdist, in the controller) a gateway to another machine gets the
     work directory, the baselines' traces and snapshots, at the same
