@@ -275,6 +275,11 @@ def test_an_audit_over_ssh_sends_its_inputs(tmp_path):
     ("//chdir=/", "its worker runs in /, which is no crashcheck tree"),
     ("//python=/nonexistent/python3//chdir=/",
      "cannot start a worker there: "),
+    # a Python without its site packages: no pytest there (xdist would
+    # have copied its own into the tree; crashcheck copies nothing)
+    (f"//python=/usr/bin/python3 -S//chdir={ROOT}",
+     "its Python cannot import pytest: the worker runs the pytest and "
+     "pytest-xdist installed there"),
 ])
 def test_a_gateway_that_cannot_run_the_cases_is_one_line(tmp_path, tail,
                                                          words):

@@ -45,7 +45,9 @@ def check_gateway(spec, root):
     cannot run a sweep's cases, in words, or "": it cannot be reached,
     or its worker would not run in the crashcheck tree at ROOT's path
     there (chdir=: the worker imports crashcheck from the directory it
-    runs in, and a case's runs are aimed by the paths recorded here).
+    runs in, and a case's runs are aimed by the paths recorded here),
+    or its Python lacks pytest or xdist (nothing is copied there:
+    plugin.pytest_xdist_setupnodes).
     A gateway on this machine (popen) shares this process's tree."""
     import execnet
     if spec.startswith("popen"):
@@ -58,9 +60,14 @@ def check_gateway(spec, root):
         ch = gw.remote_exec(
             "import os\n"
             "here = os.getcwd()\n"
+            "try:\n"
+            "    import pytest, xdist\n"
+            "    missing = ''\n"
+            "except ImportError as e:\n"
+            "    missing = e.name or str(e)\n"
             "channel.send((here, os.path.isfile(os.path.join(\n"
-            "    here, 'harness', 'engine', 'plugin.py'))))\n")
-        here, ok = ch.receive(60)
+            "    here, 'harness', 'engine', 'plugin.py')), missing))\n")
+        here, ok, missing = ch.receive(60)
     except Exception as e:
         return f"its worker does not answer: {str(e).strip() or type(e).__name__}"
     finally:
@@ -71,6 +78,10 @@ def check_gateway(spec, root):
     if here != str(root):
         return (f"its worker runs in the crashcheck tree at {here}: it must "
                 f"be at {root}, as here")
+    if missing:
+        return (f"its Python cannot import {missing}: the worker runs the "
+                f"pytest and pytest-xdist installed there (Debian: "
+                f"python3-pytest-xdist)")
     return ""
 
 
