@@ -54,6 +54,10 @@ def check_gateway(spec, root):
         return ""
     try:
         gw = execnet.makegateway(spec)
+    except execnet.HostNotFound as e:
+        # its text is the host alone; ssh said why on stderr
+        return (f"cannot start a worker there: ssh to {e} failed, or the "
+                f"Python it names did not start (ssh's own message is above)")
     except Exception as e:      # execnet's and ssh's errors, of every kind
         return f"cannot start a worker there: {str(e).strip() or type(e).__name__}"
     try:
