@@ -30,7 +30,7 @@ from .execute import (ScratchFull, argv_of, clear_dir, empty_scratch,
 from .results import excerpt_around
 from .baseline import FAILED_ALONE, HELD, load_run, timeout_of
 from .checker import Checking, CheckerFailed
-from .caseresult import CaseResult
+from .caseresult import CaseResult, before, target_moves, target_writes
 from .partruns import PartRuns, thin_unread
 from .realcrash import RealPowerLoss, point_label
 from .unjudgeable import (ASTRAY_WHY, ESCAPE_WHY, FAILED_ALONE_WHY,
@@ -182,26 +182,15 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
             self._calls[key] = risk
         return self._calls[key]
 
-    def first_rename(self, combo, out):
+    def first_rename(self, combo, out=None):
         """(seq of the first rename over the target, seq of the first
         rename or unlink of the target's own entry) in a combo's baseline
-        OUT, each None when there is none; once per process."""
-        key = ("rename", combo.prefix)
-        if key not in self._calls:
-            name, base = target_name(combo.spec), str(out.workdir)
-            over = away = None
-            for r in trace.calls(out.records):
-                call = r.get("call")
-                if r.get("ret", -1) < 0:
-                    continue
-                if call in causes.RENAME_CALLS and over is None and \
-                        causes.named(r.get("path2"), name, base):
-                    over = r["seq"]
-                if (call in causes.RENAME_CALLS or call in causes.UNLINK_CALLS) \
-                        and away is None and causes.named(r.get("path"), name, base):
-                    away = r["seq"]
-            self._calls[key] = (over, away)
-        return self._calls[key]
+        (OUT, when it is loaded already), each None when there is none;
+        once per process."""
+        name = target_name(combo.spec)
+        return self.from_baseline(
+            "rename", combo,
+            lambda b: target_moves(b.records, str(b.workdir), name), out)
 
     def states(self, combo, points, only_after_exit=False, label=None):
         """Crash states as the oracle wants them, with a checker verdict
@@ -876,31 +865,20 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         name = target_name(combo.spec)
         if name is None:
             return False
-        parts = [(out.records, str(out.workdir), None)]
-        if out.trace_from is not None:
-            baseline = load_run(self.work / combo.prefix)
-            parts.append((baseline.records, str(baseline.workdir), case.at))
-        for records, base, before in parts:
-            start = (causes.start_tree(records) or {}).get(name)
-            for r in trace.calls(records):
-                if (before is not None and r["seq"] >= before) or r.get("ret", -1) < 0:
-                    continue
-                mine = (start is not None and r.get("ino") == start) or \
-                    causes.named(r.get("path"), name, base)
-                if mine and (causes.changes_data(r) or "O_TRUNC" in
-                             (r.get("flags") or ())):
-                    return True
-        return False
+        if target_writes(out.records, str(out.workdir), name) is not None:
+            return True
+        return out.trace_from is not None and before(self.from_baseline(
+            "target-writes", combo,
+            lambda b: target_writes(b.records, str(b.workdir), name)), case.at)
 
-    def baseline_sync_seqs(self, combo, out):
+    def baseline_sync_seqs(self, combo, out=None):
         """(seq, name) of every successful sync in the combo's baseline
-        OUT (synced_names, call by call), once per process."""
-        key = ("sync-seqs", combo.prefix)
-        if key not in self._calls:
-            self._calls[key] = [
-                (r["seq"], name) for r in trace.calls(out.records)
-                for name in synced_names([r], out.workdir)]
-        return self._calls[key]
+        (OUT, when it is loaded already; synced_names, call by call),
+        once per process."""
+        return self.from_baseline(
+            "sync-seqs", combo, lambda b: [
+                (r["seq"], name) for r in trace.calls(b.records)
+                for name in synced_names([r], b.workdir)], out)
 
     def skipped_syncs(self, case, combo, out, faulted):
         """The names the combo's baseline synced after the call CASE
@@ -912,8 +890,7 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
                       if r.get("fault")), None)
         if fired is None or case.at is None:
             return frozenset()
-        base = load_run(self.work / combo.prefix)
-        want = {name for seq, name in self.baseline_sync_seqs(combo, base)
+        want = {name for seq, name in self.baseline_sync_seqs(combo)
                 if seq > case.at}
         return frozenset(want - synced_names(out.records, out.workdir,
                                              after=fired))
