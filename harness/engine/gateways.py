@@ -110,9 +110,13 @@ def copy_to(gateway, path, dest=None):
     (default: the same path), with execnet's rsync, waiting for it."""
     import execnet
     dest = str(dest or path)
-    gateway.remote_exec(
-        "import os; os.makedirs(channel.receive(), exist_ok=True)"
-    ).send(dest)
+    # made, and waited for, before the rsync starts: execnet runs each
+    # remote_exec in a thread of its own, and a makedirs still running
+    # beside the rsync's made its own makedirs fail (FileExistsError)
+    ch = gateway.remote_exec(
+        "import os; os.makedirs(channel.receive(), exist_ok=True)")
+    ch.send(dest)
+    ch.waitclose(60)
     sync = execnet.RSync(str(path))
     sync.add_target(gateway, dest)
     sync.send()
