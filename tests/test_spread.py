@@ -230,14 +230,14 @@ def test_an_ssh_gateway_gives_a_local_runs_verdicts(tmp_path, machine):
     assert_tree_untouched()
 
 
+# what xdist copies into a gateway's directory on its own, which is
+# the crashcheck tree there: here, this very tree
+XDIST_COPIES = ("pytest", "_pytest", "pyexecnetcache")
+
+
 def assert_tree_untouched():
-    # xdist copies pytest's own packages into a gateway's directory,
-    # which is the crashcheck tree there: here, this very tree
     made = [n for n in XDIST_COPIES if (ROOT / n).exists()]
     assert made == [], f"a gateway's run left {made} in {ROOT}"
-
-
-XDIST_COPIES = ("pytest", "_pytest", "pyexecnetcache")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root")

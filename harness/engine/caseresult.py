@@ -168,6 +168,16 @@ class CaseResult:
             return over, away
         return over is not None, away is not None
 
+    def first_rename(self, combo, out=None):
+        """(seq of the first rename over the target, seq of the first
+        rename or unlink of the target's own entry) in a combo's baseline
+        (OUT, when it is loaded already), each None when there is none;
+        once per process."""
+        name = target_name(combo.spec)
+        return self.from_baseline(
+            "rename", combo,
+            lambda b: target_moves(b.records, str(b.workdir), name), out)
+
     def from_baseline(self, what, combo, compute, out=None):
         """COMPUTE(the combo's baseline, an Outcome: OUT when it is loaded
         already), once per process and combo. A lite run's questions

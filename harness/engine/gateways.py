@@ -109,16 +109,11 @@ def copy_to(gateway, path, dest=None):
     """PATH (a directory) onto the machine of an execnet GATEWAY, at DEST
     (default: the same path), with execnet's rsync, waiting for it."""
     import execnet
-    dest = str(dest or path)
-    # made, and waited for, before the rsync starts: execnet runs each
-    # remote_exec in a thread of its own, and a makedirs still running
-    # beside the rsync's made its own makedirs fail (FileExistsError)
-    ch = gateway.remote_exec(
-        "import os; os.makedirs(channel.receive(), exist_ok=True)")
-    ch.send(dest)
-    ch.waitclose(60)
+    # the rsync makes DEST and its parents itself (a makedirs of ours
+    # beside it, in another of execnet's threads, raced its own and
+    # failed it with FileExistsError)
     sync = execnet.RSync(str(path))
-    sync.add_target(gateway, dest)
+    sync.add_target(gateway, str(dest or path))
     sync.send()
 
 

@@ -30,7 +30,7 @@ from .execute import (ScratchFull, argv_of, clear_dir, empty_scratch,
 from .results import excerpt_around
 from .baseline import FAILED_ALONE, HELD, load_run, timeout_of
 from .checker import Checking, CheckerFailed
-from .caseresult import CaseResult, before, target_moves, target_writes
+from .caseresult import CaseResult, before, target_writes
 from .partruns import PartRuns, thin_unread
 from .realcrash import RealPowerLoss, point_label
 from .unjudgeable import (ASTRAY_WHY, ESCAPE_WHY, FAILED_ALONE_WHY,
@@ -148,49 +148,38 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         return self._explored[key]
 
     def baseline_calls(self, combo, out):
-        """call_names() of a combo's baseline, once per process."""
-        calls = self._calls.get(combo.prefix)
-        if calls is None:
-            calls = self._calls[combo.prefix] = call_names(out.records)
-        return calls
+        """call_names() of a combo's baseline OUT, once per process."""
+        return self.from_baseline("calls", combo,
+                                  lambda b: call_names(b.records), out)
 
     def baseline_at_risk(self, combo):
         """Whether the combo's baseline (no fault) exited 0 and yet left an
         after-exit crash state without the new content, under a model of
         the sweep; once per process."""
-        key = ("at-risk", combo.prefix)
-        if key not in self._calls:
-            out = load_run(self.work / combo.prefix)
-            risk = False
-            if out.run.status == 0:
-                exits = explorer.explore_exit(
-                    out.records, out.snapdir, self.settings.models,
-                    target_name(combo.spec), cap=self.settings.cap,
-                    seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
-                old, new = contents(combo)
-                held = self.last_states
-                for m in self.settings.models:
-                    states = self.states(combo, [exits[m]], only_after_exit=True)
-                    v = oracle.judge(oracle.Outcome(
-                        contract=combo.spec.contract, old=old, new=new,
-                        status=0, crash_states=states, target_name=target_name(combo.spec),
-                        **self.visible(combo, out)))
-                    if v.verdict != "ok":
-                        risk = True
-                        break
-                self.last_states = held
-            self._calls[key] = risk
-        return self._calls[key]
+        return self.from_baseline("at-risk", combo,
+                                  lambda b: self._at_risk(combo, b))
 
-    def first_rename(self, combo, out=None):
-        """(seq of the first rename over the target, seq of the first
-        rename or unlink of the target's own entry) in a combo's baseline
-        (OUT, when it is loaded already), each None when there is none;
-        once per process."""
-        name = target_name(combo.spec)
-        return self.from_baseline(
-            "rename", combo,
-            lambda b: target_moves(b.records, str(b.workdir), name), out)
+    def _at_risk(self, combo, out):
+        if out.run.status != 0:
+            return False
+        exits = explorer.explore_exit(
+            out.records, out.snapdir, self.settings.models,
+            target_name(combo.spec), cap=self.settings.cap,
+            seed=self.settings.seed, exit_ok=True, blob_cache=out.blobs)
+        old, new = contents(combo)
+        held = self.last_states
+        try:
+            for m in self.settings.models:
+                states = self.states(combo, [exits[m]], only_after_exit=True)
+                v = oracle.judge(oracle.Outcome(
+                    contract=combo.spec.contract, old=old, new=new,
+                    status=0, crash_states=states, target_name=target_name(combo.spec),
+                    **self.visible(combo, out)))
+                if v.verdict != "ok":
+                    return True
+            return False
+        finally:
+            self.last_states = held
 
     def states(self, combo, points, only_after_exit=False, label=None):
         """Crash states as the oracle wants them, with a checker verdict
