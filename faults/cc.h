@@ -112,15 +112,13 @@ void cc_serve(void);
  * parent), -1 when it is not set. cc_serve_receive: one request into REQ
  * (SIZE bytes), its length, 0 at end of file, -1 on error; FDS get its
  * three descriptors. cc_serve_stdio: FDS made this process's 0, 1 and 2,
- * and closed; false when one could not be. cc_serve_cgroup: the cgroup
- * the request's run joins, or NULL; cc_serve_view: the view it is
- * confined to (confine.h), or NULL. cc_serve_settings: the request's
+ * and closed; false when one could not be. cc_serve_view: the view the
+ * request's run is confined to (confine.h), or NULL. cc_serve_settings: the request's
  * working directory and variables made this process's; false with ERR
  * when one could not be. cc_serve_say: a message to the harness. */
 int cc_serve_open(void);
 ssize_t cc_serve_receive(char *req, size_t size, int fds[3]);
 bool cc_serve_stdio(int fds[3]);
-const char *cc_serve_cgroup(char *req, size_t len);
 const char *cc_serve_view(char *req, size_t len);
 bool cc_serve_settings(char *req, size_t len, char *err, size_t size);
 void cc_serve_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,16 +26,12 @@
  *                       "exit PID STATUS"      it ended (a wait status)
  *                       "fail REASON"          instead of both: no fork
  *
- * A variable CRASHCHECK_CGROUP=DIR in a request is not the program's: the
- * child moves itself into the cgroup DIR first, before the program can
- * start anything, so that all it starts is in the harness's box for the
- * run (harness/engine/contain.py). A fourth descriptor with the request
- * is that cgroup's cgroup.procs, opened by the harness: the child of a
- * server started in a view of the machine (confine.py), where no cgroup
- * is mounted, joins the box through it. Nor is CRASHCHECK_VIEW=STEPS: the
- * child makes that view of the machine (confine.c) after joining the
- * cgroup and before it takes the request's directory, so that the
- * program starts confined, as the confine helper would start it.
+ * The harness starts the server in a cgroup of its own, where every run
+ * is born: the run's box (harness/engine/contain.py), joined with no
+ * move. A variable CRASHCHECK_VIEW=STEPS in a request is not the
+ * program's: the child makes that view of the machine (confine.c)
+ * before it takes the request's directory, so that the program starts
+ * confined, as the confine helper would start it.
  *
  * End of file on the socket (the harness is done with this program, or
  * gone) ends the server; during a run it first kills the run's process
@@ -67,7 +63,6 @@
 #include "confine.h"
 
 static int serve_fd = -1;
-static int req_cgroup_fd = -1;	/* the request's cgroup.procs, or -1 */
 
 /*
  * The environment main is given. A program's main may take its variables
@@ -121,23 +116,6 @@ static int thread_count(void)
 	return p ? atoi(p + strlen("\nThreads:")) : -1;
 }
 
-/* move this process into the cgroup directory DIR */
-static void join_cgroup(const char *dir)
-{
-	char path[4096];
-	int fd, n = snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-
-	if (n < 0 || (size_t)n >= sizeof(path))
-		cc_die("fork server: cgroup path too long: %s", dir);
-	fd = cc_sys_open(path, O_WRONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		cc_die("fork server: open '%s': %s", path, strerror(errno));
-	if (syscall(SYS_write, fd, "0", 1) != 1)
-		cc_die("fork server: join cgroup '%s': %s", dir, strerror(errno));
-	cc_sys_close(fd);
-}
-
-#define CGROUP_VAR "CRASHCHECK_CGROUP="
 #define VIEW_VAR CF_VAR "="
 
 bool cc_serve_stdio(int fds[3])
@@ -162,7 +140,7 @@ bool cc_serve_stdio(int fds[3])
 	return ok;
 }
 
-/* the value of the request's variable NAME= ("CRASHCHECK_CGROUP="), or NULL */
+/* the value of the request's variable NAME= ("CRASHCHECK_VIEW="), or NULL */
 static const char *request_var(char *req, size_t len, const char *name)
 {
 	char *end = req + len;
@@ -171,11 +149,6 @@ static const char *request_var(char *req, size_t len, const char *name)
 		if (!strncmp(p, name, strlen(name)))
 			return p + strlen(name);
 	return NULL;
-}
-
-const char *cc_serve_cgroup(char *req, size_t len)
-{
-	return request_var(req, len, CGROUP_VAR);
 }
 
 const char *cc_serve_view(char *req, size_t len)
@@ -196,8 +169,7 @@ bool cc_serve_settings(char *req, size_t len, char *err, size_t size)
 		char *eq = strchr(p, '=');
 		int rc;
 
-		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)) ||
-		    !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
+		if (!*p || !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
 			continue;
 		if (eq) {
 			*eq = '\0';
@@ -245,8 +217,7 @@ static bool take_environment(char *req, size_t len, char *err, size_t size)
 	for (p = req + strlen(req) + 1; p < end; p += strlen(p) + 1) {
 		size_t k = strcspn(p, "="), i, j;
 
-		if (!*p || !strncmp(p, CGROUP_VAR, strlen(CGROUP_VAR)) ||
-		    !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
+		if (!*p || !strncmp(p, VIEW_VAR, strlen(VIEW_VAR)))
 			continue;
 		for (i = j = 0; i < n; i++)
 			if (!of_name(run_env[i], p, k))
@@ -284,23 +255,13 @@ full:
  */
 static void become_run(char *req, size_t len, int fds[3])
 {
-	const char *cgroup, *view;
+	const char *view;
 	char err[256];
 
 	if (!cc_serve_stdio(fds))
 		_exit(127);
 	close(serve_fd);
 	serve_fd = -1;
-	/* first: nothing of the run may start outside its box */
-	cgroup = cc_serve_cgroup(req, len);
-	if (req_cgroup_fd >= 0) {
-		if (syscall(SYS_write, req_cgroup_fd, "0", 1) != 1)
-			cc_die("fork server: join the run's cgroup: %s", strerror(errno));
-		cc_sys_close(req_cgroup_fd);
-		req_cgroup_fd = -1;
-	} else if (cgroup) {
-		join_cgroup(cgroup);
-	}
 	if (setsid() < 0)
 		cc_die("fork server: setsid: %s", strerror(errno));
 	view = cc_serve_view(req, len);
@@ -361,7 +322,7 @@ static int wait_run(pid_t pid)
 ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 {
 	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { req, size - 1 };
@@ -374,7 +335,6 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 	mh.msg_iovlen = 1;
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = sizeof(ctl.buf);
-	req_cgroup_fd = -1;
 	do
 		n = recvmsg(serve_fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -390,8 +350,6 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 				if (got < 3)
 					fds[got++] = fd;
-				else if (got == 3 && req_cgroup_fd < 0)
-					req_cgroup_fd = fd;
 				else
 					close(fd);
 			}
@@ -400,9 +358,6 @@ ssize_t cc_serve_receive(char *req, size_t size, int fds[3])
 	if (got != 3 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		for (int i = 0; i < got; i++)
 			close(fds[i]);
-		if (req_cgroup_fd >= 0)
-			close(req_cgroup_fd);
-		req_cgroup_fd = -1;
 		errno = EPROTO;
 		return -1;
 	}
@@ -464,9 +419,6 @@ void cc_serve(void)
 		}
 		for (int i = 0; i < 3; i++)
 			close(fds[i]);
-		if (req_cgroup_fd >= 0)
-			close(req_cgroup_fd);
-		req_cgroup_fd = -1;
 		if (pid < 0) {
 			/* the run did not start; the harness runs it another way */
 			cc_serve_say("fail fork: %s", strerror(errno));

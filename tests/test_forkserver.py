@@ -261,6 +261,47 @@ def gone(pid, within=10):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
+                                                      backend):
+    """In a cgroup, a server's runs are boxed in the cgroup the server
+    was started in, where they are born: no run moves (a move waits for
+    an RCU grace period). A run that leaves a process has it named and
+    killed, with the server (a cgroup is killed whole), whose cgroup
+    then goes; the next run needs another server."""
+    from harness.engine import contain
+    if contain.session().mode != "cgroup":
+        pytest.skip(f"no writable cgroup v2 here: {contain.session().reason}")
+    show = ["/bin/sh", "-c", "cat /proc/self/cgroup"]
+    server = serve(show, home, backend=backend)
+    try:
+        with open(f"/proc/{server.pid}/cgroup") as fh:
+            own = fh.read()
+        cgroup = server._cgroup
+        assert own.strip().endswith(os.path.basename(cgroup)), own
+        for _ in range(2):
+            run = server.run(cwd=tmp_path, timeout=30)
+            assert (run.status, run.stdout.decode(), run.outlived) == \
+                (0, own, [])
+    finally:
+        server.close()
+    assert not os.path.exists(cgroup)
+    pidfile = tmp_path / "left"
+    left = ["/bin/sh", "-c", f"setsid sleep 30 & echo $! > {pidfile}"]
+    server = serve(left, home, backend=backend)
+    try:
+        cgroup = server._cgroup
+        run = server.run(cwd=tmp_path, timeout=30)
+        assert run.status == 0
+        assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 30)"]
+        assert server.closed and not os.path.exists(cgroup)
+        assert gone(int(pidfile.read_text()))
+        with pytest.raises(runner.ServerUnavailable):
+            server.run(cwd=tmp_path, timeout=30)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home, backend):
     """Interrupted after asking for a run and before learning its pid,
     the harness can only close the socket: the server then kills the
@@ -620,10 +661,9 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
     """The combos of one spec and strategy differ in size only: one
     server in a pool process serves them all, in one scratch emptied
     between them, WORK kept (the server started there). Where runs are
-    confined, a server is started in its runs' view, which holds the
-    scratch by its path: the scratch renamed for the next combo is
-    served by a server of its own."""
-    from harness.engine import confine
+    confined, the server's view holds the process's directory of the
+    scratch root, where the scratch is renamed from combo to combo: the
+    same server, and the runs' verdicts those of exec'd runs."""
     judge, cases = judge_for(tmp_path, True)
     try:
         sync = [c for c in cases if c.plan and "-sync-" in c.combo]
@@ -636,7 +676,7 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
             servers.add(judge._server.pid)
             works.add(os.stat(judge._scratch / casesmod.WORK).st_ino)
         assert len(works) == 1
-        assert len(servers) == (len(firsts) if confine.available() else 1)
+        assert len(servers) == 1
         ref, _ = judge_for(tmp_path / "ref", False)
         try:
             strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731

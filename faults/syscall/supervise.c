@@ -866,7 +866,6 @@ static struct start {
 	const char *path;	/* the program's file */
 	char **argv, **envp;
 	struct sock_fprog filter;
-	char *cgroup_procs;	/* a served run's cgroup.procs to join, or NULL */
 	struct cf_op *view;	/* a served run's view (confine.h), parsed */
 	int view_ops;		/* its steps, 0 = not confined */
 	const struct cf_op *failed;	/* the step of the view that failed */
@@ -876,11 +875,10 @@ static struct start {
 
 /* what the child reports when it could not start the program */
 struct start_error {
-	int stage;		/* START_EXEC, START_CGROUP or START_VIEW */
+	int stage;		/* START_EXEC or START_VIEW */
 	int err;		/* an errno */
 };
 #define START_EXEC 0		/* the filter, or the exec */
-#define START_CGROUP 1		/* joining the run's cgroup */
 #define START_VIEW 2		/* making the run's view (confine.c) */
 
 static int child(void *arg)
@@ -899,20 +897,7 @@ static int child(void *arg)
 	/* wait until the supervisor has attached: it closes its end */
 	while (raw(SYS_read, s->go, (long)&c, 1) == -EINTR)
 		;
-	if (s->cgroup_procs) {
-		/* the run's box, before the program can start anything */
-		long fd = raw(SYS_openat, AT_FDCWD, (long)s->cgroup_procs,
-			      O_WRONLY | O_CLOEXEC);
-
-		err = fd < 0 ? fd : raw(SYS_write, fd, (long)"0", 1);
-		if (fd >= 0)
-			raw(SYS_close, fd, 0, 0);
-		if (err > 0)
-			err = 0;
-		else
-			e.stage = START_CGROUP;
-	}
-	if (!err && s->view_ops) {
+	if (s->view_ops) {
 		/* confined before anything of the program's runs */
 		err = cf_apply(s->view, s->view_ops, &s->failed);
 		if (err)
@@ -989,13 +974,11 @@ static bool tasks_left(void)
  * One run of the program ARGV under the filter, to its end: its wait
  * status, or an exit status of 127 or 126 when it could not be started
  * (said on stderr, as a shell would). It leads a session of its own.
- * CGROUP: a cgroup directory its first process joins before it execs, or
- * NULL. SERVED: the harness is told its pid ("pid PID") and its end of
+ * SERVED: the harness is told its pid ("pid PID") and its end of
  * the socket is watched; a program that is not there is said to the
  * harness instead ("fail ..."), and the answer is -1.
  */
-static int run_program(char **argv, const char *cgroup, const char *view,
-		       bool served)
+static int run_program(char **argv, const char *view, bool served)
 {
 	int go[2], report[2], status = 0, main_status = 0;
 	struct start_error e;
@@ -1025,9 +1008,6 @@ static int run_program(char **argv, const char *cgroup, const char *view,
 	}
 	start.argv = argv;
 	start.envp = program_env();
-	start.cgroup_procs = NULL;
-	if (cgroup && asprintf(&start.cgroup_procs, "%s/cgroup.procs", cgroup) < 0)
-		cc_die("supervise: out of memory");
 	start.view_ops = 0;
 	start.failed = NULL;
 	if (view) {
@@ -1165,15 +1145,10 @@ static int run_program(char **argv, const char *cgroup, const char *view,
 	free(stack);
 	free(start.envp);
 	free((char *)start.path);
-	free(start.cgroup_procs);
 
 	/* the program never ran: say why, as a shell would */
 	n = read(report[0], &e, sizeof(e));
 	close(report[0]);
-	if (n == sizeof(e) && e.stage == START_CGROUP) {
-		cc_warn("supervise: join cgroup '%s': %s", cgroup, strerror(e.err));
-		return W_EXITCODE(2, 0);
-	}
 	if (n == sizeof(e) && e.stage == START_VIEW) {
 		char msg[512];
 
@@ -1196,8 +1171,9 @@ static int run_program(char **argv, const char *cgroup, const char *view,
  * descriptors become this process's stdio, its directory our working
  * directory and its variables our environment; the settings, counters
  * and recorder start afresh (cc_env_reset), and the program is started
- * as `supervise -- PROGRAM` starts it, in a session and the request's
- * cgroup of its own. A run that ends with processes of the program
+ * as `supervise -- PROGRAM` starts it, in a session of its own (and in
+ * the server's cgroup, which the harness started it in: the run's box,
+ * harness/engine/contain.py). A run that ends with processes of the program
  * still followed (they outlived its grace, or its first process was
  * killed) ends the server after its answer ("exit PID STATUS last"):
  * they are detached as they would be by an exec'd supervisor's exit,
@@ -1259,8 +1235,7 @@ static void __attribute__((noreturn)) serve(char **argv)
 		fcntl(serve_fd, F_SETFL, flags | O_ASYNC);
 		if (poll(&(struct pollfd){ serve_fd, POLLIN, 0 }, 1, 0) > 0)
 			_exit(0);
-		status = run_program(argv, cc_serve_cgroup(req, (size_t)len),
-				     cc_serve_view(req, (size_t)len), true);
+		status = run_program(argv, cc_serve_view(req, (size_t)len), true);
 		fcntl(serve_fd, F_SETFL, flags);
 		if (status < 0)
 			continue;	/* said: "fail" */
@@ -1298,5 +1273,5 @@ int main(int argc, char **argv)
 	if (serve_fd >= 0)
 		serve(argv);
 	cc_env_read(false);
-	exit_like(run_program(argv, NULL, NULL, false));
+	exit_like(run_program(argv, NULL, false));
 }

@@ -228,8 +228,10 @@ def mounts():
     return list(found)
 
 
-def _under(path, top):
+def under(path, top):
+    """Whether the absolute PATH is TOP or below it (by name)."""
     return path == top or path.startswith(top.rstrip("/") + "/")
+
 
 
 def _opt(path):
@@ -305,7 +307,7 @@ class View:
         n = 0
         for point, fstype, readonly in found:
             _check(point)
-            if point != "/" and any(_under(point, s) for s in skip):
+            if point != "/" and any(under(point, s) for s in skip):
                 continue
             target = root + (point if point != "/" else "")
             if readonly and point != "/":
@@ -325,7 +327,7 @@ class View:
                   f"B\t/dev\t{root}/dev"]
         shm = "/dev/shm"
         if os.path.isdir(shm) and not os.path.islink(shm) and \
-                not any(_under(shm, w) for w in writable):
+                not any(under(shm, w) for w in writable):
             # the machine's /dev/shm (other runs' scratch among it) is
             # not the run's to change
             lines.append(self._overlay(n, shm, f"{root}{shm}"))
@@ -371,13 +373,13 @@ class View:
         for point, upper in self.overlays:
             for rel, what in _changes(upper, point):
                 real = os.path.normpath(os.path.join(point, rel))
-                if any(_under(w, real) for w in self.writable) or \
-                        any(_under(real, p) for p in PRIVATE):
+                if any(under(w, real) for w in self.writable) or \
+                        any(under(real, p) for p in PRIVATE):
                     # a directory made to bind the scratch on, a
                     # temporary file
                     continue
                 shown = real
-                if home not in ("", "/") and _under(real, home):
+                if home not in ("", "/") and under(real, home):
                     shown = "~" + real[len(home.rstrip("/")):]
                 found.append(shown + ("/" if rel.endswith("/") else "")
                              + what)
@@ -508,7 +510,7 @@ def mounted_under(paths):
     filesystem on its work directory, --fs), in mount order."""
     tops = [os.path.abspath(os.fspath(p)) for p in paths]
     return [point for point, _, _ in mounts()
-            if any(_under(point, t) for t in tops)]
+            if any(under(point, t) for t in tops)]
 
 
 def current(v):

@@ -16,12 +16,17 @@ planned crash) has what it left killed at once.
 Two ways to make the box, chosen once per crashcheck process (Session):
 
 - cgroup: a cgroup v2 directory per process that starts programs
-  (SESSION/p<pid>/run<N> for runs, SESSION/p<pid>/srv for fork servers),
-  where the cgroup2 file system is mounted and writable. A process joins
-  the run's cgroup before the program is forked (runner moves itself in
-  around the spawn, or the fork server's child moves itself: faults/serve.c)
-  so nothing escapes it; cgroup.procs lists what is left and cgroup.kill
-  kills all of it at once, however fast it forks.
+  (SESSION/p<pid>/run<N> for exec'd runs, SESSION/p<pid>/serve<N> for
+  a fork server and its runs, SESSION/p<pid>/srv for checker servers),
+  where the cgroup2 file system is mounted and writable. The runner
+  moves itself into the run's cgroup around the spawn, so nothing of
+  the program starts outside it; a fork server is started in a cgroup
+  of its own, and its runs are born there (a move into a cgroup waits
+  for an RCU grace period when no other move came just before it, as
+  much as a short run costs: a served run makes none). cgroup.procs
+  lists what is left (but for the server, the box's resident), and
+  cgroup.kill kills all of it at once, however fast it forks, the
+  server too where something was left.
 - subreaper: PR_SET_CHILD_SUBREAPER (in crashcheck's own processes:
   own_process), so that an orphan comes back to us instead of init; what
   is left is found in /proc (the program's process group and session,
@@ -547,13 +552,14 @@ def _kill_orphans(since, exclude=()):
 
 
 class Local:
-    """One process's cgroups: SESSION/p<pid>/run<N> for its runs (one at
-    a time), SESSION/p<pid>/srv for its fork servers."""
+    """One process's cgroups: SESSION/p<pid>/run<N> for its exec'd runs
+    (one at a time), SESSION/p<pid>/serve<N> for each fork server and its
+    runs (serving), SESSION/p<pid>/srv for its checker servers."""
 
     def __init__(self, session, pid):
         self.session = session
         self.cgroup = self.run = self.srv = None
-        self._n = 0
+        self._n = self._served = 0
         if session.cgroup is not None:
             self.cgroup = os.path.join(session.cgroup, f"p{pid}")
             os.makedirs(self.cgroup, exist_ok=True)
@@ -569,6 +575,28 @@ class Local:
     def abandon_run(self):
         """The run cgroup would not empty: the next runs use another."""
         self._next_run()
+
+    def serving(self):
+        """A new, empty cgroup for a fork server and its runs (None in
+        subreaper mode); the caller removes it (remove) when the server
+        is gone."""
+        if self.cgroup is None:
+            return None
+        self._served += 1
+        path = os.path.join(self.cgroup, f"serve{self._served}")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+
+def remove(cgroup):
+    """Kill what is left in CGROUP (a fork server's, its server gone) and
+    remove it; one that will not empty stays, for the session's end."""
+    if cgroup is None:
+        return
+    if _populated(cgroup) and \
+            not _cgroup_kill(cgroup, time.monotonic() + KILL_WAIT):
+        return
+    _remove_tree(cgroup)
 
 
 _session = None
@@ -659,14 +687,20 @@ class Box:
         ... wait for the program ...
         outlived = box.finish()     # what was left, now killed
 
-    On an interrupt, box.kill() then box.finish(). A fork server's child
-    joins box.cgroup itself (faults/serve.c); its box is started() with
-    the pid the server reports."""
+    On an interrupt, box.kill() then box.finish(). A fork server's runs
+    are boxed in the server's own cgroup, where they are born, with the
+    server its RESIDENT: Box(cgroup, resident=server's pid), started()
+    with the pid the server reports, no entered(). What is left there
+    but the resident is the run's; where something was, finish() kills
+    it with the resident (a cgroup is killed whole), and says so in
+    resident_killed: the caller is done with its server."""
 
-    def __init__(self):
+    def __init__(self, cgroup=None, resident=None):
         s = session()
         self.local = s.local()
-        self.cgroup = self.local.run
+        self.resident = resident
+        self.resident_killed = False
+        self.cgroup = self.local.run if resident is None else cgroup
         self.pid = None
         self._inside = False
         # in subreaper mode, what came back to us is told from what was
@@ -692,12 +726,19 @@ class Box:
         _live.add(self)
 
     def kill(self):
-        """Kill everything in the box now (time limit, interrupt)."""
+        """Kill everything in the box now (time limit, interrupt), but its
+        resident: the run's process group, then the rest of the cgroup
+        one by one (finish kills what comes after, the resident too)."""
         if self.pid is not None:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.cgroup is not None and self.resident is not None:
+            for pid in self._others():
+                if pid > 0:         # never -1: kill(-1) is every process
+                    _kill(pid)
+            return
         if self.cgroup is not None and not self._inside:
             try:
                 fd = os.open(os.path.join(self.cgroup, "cgroup.kill"),
@@ -722,7 +763,48 @@ class Box:
             return self._finish_cgroup(grace)
         return self._finish_scan(grace)
 
+    def _others(self):
+        """The pids in the resident's cgroup that are not the resident,
+        and -1 for a process in a cgroup below it (a program that made
+        one and moved there)."""
+        left = [p for p in _procs(self.cgroup) if p != self.resident]
+        if not left:
+            try:
+                with open(os.path.join(self.cgroup, "cgroup.stat"),
+                          "rb") as fh:
+                    if b"nr_descendants 0" not in fh.read():
+                        left = [-1]
+            except FileNotFoundError:
+                pass
+        return left
+
+    def _finish_resident(self, grace):
+        """finish() of a box with a resident: its cgroup holds it and,
+        the common end of a run, nothing else (two small reads)."""
+        left = self._others()
+        if not left:
+            return []
+        deadline = time.monotonic() + grace
+        while left and time.monotonic() < deadline:
+            time.sleep(0.005)
+            left = self._others()
+        if not left:
+            return []
+        # named before they die; a cgroup below only by what is in it
+        pids = [p for p in left if p > 0]
+        found = [describe(p) for p in pids] or \
+            ["processes in a cgroup the program made"]
+        self.resident_killed = True
+        if not _cgroup_kill(self.cgroup, time.monotonic() + KILL_WAIT):
+            stuck = _procs(self.cgroup)
+            found.append(f"{len(stuck)} process(es) that would not die: "
+                         + ", ".join(describe(p) for p in stuck[:3]))
+        reap(pids)
+        return found
+
     def _finish_cgroup(self, grace):
+        if self.resident is not None:
+            return self._finish_resident(grace)
         if not _populated(self.cgroup):
             # nothing left in it or below (the common end of a run: one
             # read of cgroup.events, not three files)

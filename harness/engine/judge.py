@@ -501,8 +501,6 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         if self._server_key == key and (
                 self._server is None or (not self._server.closed and
                                          self._server.confined_to([scratch]))):
-            # (a confined server's view holds the scratch by its path:
-            # another combo's, renamed, is served by another server)
             return self._server
         self.close_server()
         self._server_key = key
@@ -513,13 +511,19 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
         work = Path(scratch) / WORK
         work.mkdir(exist_ok=True)
         try:
-            # not in a view of its own under --fs: each run's filesystem
-            # is mounted on its work directory after the server started,
-            # where a view made then would not hold it
+            # Confined to this process's directory of the scratch root,
+            # which holds its one scratch (scratch_for), renamed from
+            # combo to combo: the runs of the next combos of the same
+            # command line are served in the same view (a server's start
+            # costs as much as a dozen runs). Not in a view of its own
+            # under --fs: each run's filesystem is mounted on its work
+            # directory after the server started, where a view made then
+            # would not hold it.
             self._server = runner.ForkServer(
                 key[1:], home=work, timeout=timeout_of(combo, self.settings),
                 backend=backend,
-                confine=[scratch] if self.settings.fs is None else None)
+                confine=[Path(scratch).parent] if self.settings.fs is None
+                else None)
         except (runner.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.

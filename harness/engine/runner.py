@@ -723,9 +723,6 @@ def _kill_group(pgid):
 # ---------------------------------------------------------------- fork server
 
 CLOSE_WAIT = 5.0    # seconds a fork server has to go after end of file
-# A request's variable that the server's child takes as the cgroup to
-# join (faults/serve.c), never put in the program's environment.
-SERVE_CGROUP = "CRASHCHECK_CGROUP"
 
 
 @contextmanager
@@ -834,7 +831,7 @@ class ForkServer:
         self.argv = list(argv)
         server_argv = self.argv if backend != "syscall" else \
             [str(backend_mod.SUPERVISOR), "--", *self.argv]
-        self.pid = None
+        self.pid = self._cgroup = None
         self._sock, theirs = socket.socketpair(socket.AF_UNIX,
                                                socket.SOCK_SEQPACKET)
         # every run's stdin, as run() gives it
@@ -865,10 +862,11 @@ class ForkServer:
                 # variables: faults/serve.c writes them there
                 # (take_environment), leaving these out
                 env.update((f"{ENV_SLOT}{i}", "") for i in range(ENV_SLOTS))
-            # in its own cgroup (of the session's, so that it goes with
-            # them), not in a run's, whose end kills all
-            srv = self._session.local().srv
-            with contain.inside(srv) if srv else _nothing():
+            # in a cgroup of its own (of the session's, so that it goes
+            # with them), where its runs are born: none moves (contain.py)
+            self._cgroup = self._session.local().serving()
+            with contain.inside(self._cgroup) if self._cgroup \
+                    else _nothing():
                 proc = _spawn(server_argv, home, env, sink, sink,
                               extra=[(os.POSIX_SPAWN_DUP2, theirs.fileno(),
                                       slot)])
@@ -943,6 +941,13 @@ class ForkServer:
         assert set(settings) == set(RUN_VARS)
         settings.update(extra or {})
         view = None
+        if confine is not None and self._view is not None and \
+                self.confined_to(confine):
+            # in the server's view, which may hold more than the run's
+            # directories: directories of crashcheck's own, as the
+            # caller made it (judge.server_for: the worker's scratch
+            # directory, whose one scratch is renamed from combo to combo)
+            confine = self._view_dirs
         if confine is not None:
             steps, view = confine_mod.prepare(confine, cwd)
             if self._view is not None:
@@ -969,9 +974,11 @@ class ForkServer:
 
     def confined_to(self, confine):
         """Whether this server can serve runs that may change CONFINE:
-        an unconfined one any, a confined one those of its own view."""
-        return self._view is None or self._view_dirs == [
-            os.path.abspath(os.fspath(p)) for p in confine]
+        an unconfined one any, a confined one those in its view's
+        directories (a run is served in the server's view: run)."""
+        return self._view is None or all(
+            any(confine_mod.under(os.path.abspath(os.fspath(p)), d)
+                for d in self._view_dirs) for p in confine)
 
     def _serves(self, confine, steps, view):
         """Whether a run that may change CONFINE, in the view STEPS of
@@ -994,19 +1001,9 @@ class ForkServer:
         return not poller.poll(0)
 
     def _run(self, settings, cwd, trace, timeout):
-        box = contain.Box()
-        procs = None
-        if box.cgroup is not None and self._view is not None:
-            # the server's view has no cgroup mounted: the child joins
-            # the box through its cgroup.procs, sent with the request
-            try:
-                procs = os.open(os.path.join(box.cgroup, "cgroup.procs"),
-                                os.O_WRONLY | os.O_CLOEXEC)
-            except OSError:
-                pass        # the child says it cannot join, by its path
-        if box.cgroup is not None and procs is None:
-            # not a variable of the program's: the child joins it first
-            settings[SERVE_CGROUP] = box.cgroup
+        # the run is born in the server's cgroup: its box, the server
+        # the box's resident
+        box = contain.Box(self._cgroup, resident=self.pid)
         request = b"\0".join(
             [os.fsencode(cwd)] +
             [os.fsencode(f"{k}={v}" if v is not None else k)
@@ -1014,8 +1011,8 @@ class ForkServer:
         with _capture_file("stdout") as out, _capture_file("stderr") as err:
             start = time.monotonic()
             try:
-                status, timed_out = self._one_run(request, out, err, timeout,
-                                                  box, procs)
+                status, timed_out, last = self._one_run(
+                    request, out, err, timeout, box)
             except BaseException:
                 # Interrupted, or the server went wrong: it is done with.
                 # End of file makes it kill a run whose pid we missed.
@@ -1026,22 +1023,24 @@ class ForkServer:
             rc = os.waitstatus_to_exitcode(status)
             outlived = box.finish(_grace(rc, timed_out,
                                          self.backend == "syscall"))
+            if last or box.resident_killed:
+                # the server ended after the run, or what the run left
+                # was killed with its cgroup, the server too: the next
+                # run starts another
+                self.close()
             return _limited(_ended(self.argv, rc, timed_out, start, out, err,
                                    trace, [] if timed_out else outlived),
                             timeout)
 
-    def _one_run(self, request, out, err, timeout, box, procs=None):
-        """(wait status, timed out) of the run of request, in BOX (whose
-        cgroup.procs is PROCS, sent with it and closed, when not None)."""
+    def _one_run(self, request, out, err, timeout, box):
+        """(wait status, timed out, last) of the run of request, in BOX;
+        LAST: the server ends after it (processes of it were still
+        followed: faults/syscall/supervise.c)."""
         try:
             socket.send_fds(self._sock, [request],
-                            [self._null, out.fileno(), err.fileno()]
-                            + ([procs] if procs is not None else []))
+                            [self._null, out.fileno(), err.fileno()])
         except OSError as e:
             raise ServerUnavailable(f"fork server: {e.strerror}") from None
-        finally:
-            if procs is not None:
-                os.close(procs)
         try:
             # it answers as soon as it has forked
             started = self._receive(None if timeout is None else float(timeout))
@@ -1092,11 +1091,7 @@ class ForkServer:
                                    "exit", 2)
         if done_pid != pid:
             raise ServerUnavailable(f"unexpected answer {done!r}")
-        if last:
-            # the server ended after this run (processes of it were
-            # still followed: faults/syscall/supervise.c)
-            self.close()
-        return status, timed_out
+        return status, timed_out, last
 
     @property
     def closed(self):
@@ -1128,3 +1123,6 @@ class ForkServer:
             except ChildProcessError:
                 pass
             self._session.owned.discard(proc.pid)
+        # what the server's runs left there goes with it
+        contain.remove(self._cgroup)
+        self._cgroup = None
