@@ -691,6 +691,79 @@ def test_one_server_serves_a_command_line_across_sizes(tmp_path):
         shutil.rmtree(judge.scratch_root, ignore_errors=True)
 
 
+def test_a_reused_scratch_keeps_its_snapshots_within_a_bound(tmp_path,
+                                                             monkeypatch):
+    """The next run of a combo finds the last runs' blobs (the store is
+    by content: it writes only what is not there) while they are blobs
+    alone and within SNAPS_KEEP_BLOBS and SNAPS_KEEP_BYTES; a blob a
+    killed run left half written (a dot-name), anything else, or too
+    much, and the directory is emptied; a link in its place is removed,
+    never followed."""
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    snaps = scratch / casesmod.SNAPS
+    execute.prepare(scratch, b"old", b"new")
+    (snaps / "0123456789abcdef").write_bytes(b"x" * 100)
+    (snaps / "fedcba9876543210").write_bytes(b"y" * 100)
+    execute.prepare(scratch, b"old", b"new", reuse_input=True)
+    assert sorted(p.name for p in snaps.iterdir()) == \
+        ["0123456789abcdef", "fedcba9876543210"]
+    monkeypatch.setattr(execute, "SNAPS_KEEP_BYTES", 150)
+    execute.prepare(scratch, b"old", b"new", reuse_input=True)
+    assert list(snaps.iterdir()) == []
+    monkeypatch.setattr(execute, "SNAPS_KEEP_BYTES", 1 << 20)
+    monkeypatch.setattr(execute, "SNAPS_KEEP_BLOBS", 2)
+    for name in ("a", "b", "c"):
+        (snaps / name).write_bytes(b"z")
+    execute.prepare(scratch, b"old", b"new", reuse_input=True)
+    assert list(snaps.iterdir()) == []
+    for odd in (".0123456789abcdef.42", "dir/"):
+        if odd.endswith("/"):
+            (snaps / odd).mkdir()
+        else:
+            (snaps / odd).write_bytes(b"half")
+        execute.prepare(scratch, b"old", b"new", reuse_input=True)
+        assert list(snaps.iterdir()) == [], odd
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_bytes(b"theirs")
+    snaps.rmdir()
+    snaps.symlink_to(outside)
+    execute.prepare(scratch, b"old", b"new", reuse_input=True)
+    assert snaps.is_dir() and not snaps.is_symlink()
+    assert list(snaps.iterdir()) == []
+    assert (outside / "keep").read_bytes() == b"theirs"
+
+
+def test_the_runs_of_a_combo_store_a_blob_once(tmp_path):
+    """Two fault cases of one combo, one after the other in one scratch:
+    the new content's blob the first stored is the one the second finds
+    (the same file, not written again), and the second's verdict is the
+    one it has run alone."""
+    judge, cases = judge_for(tmp_path, True)
+    ref, _ = judge_for(tmp_path / "ref", True)
+    try:
+        combo = next(c.combo for c in cases if c.kind == "eio"
+                     and "-sync-" in c.combo and "4096B" in c.combo)
+        late = [c for c in cases if c.combo == combo and c.plan
+                and c.kind == "eio" and c.plan.startswith("fsync(")][:2]
+        assert len(late) == 2, [c.id for c in cases if c.combo == combo]
+        first = judge.execute(late[0])
+        snaps = judge._scratch / casesmod.SNAPS
+        before = {p.name: p.stat().st_ino for p in snaps.iterdir()}
+        second = judge.execute(late[1])
+        after = {p.name: p.stat().st_ino for p in snaps.iterdir()}
+        assert before and all(after.get(k) == v for k, v in before.items())
+        strip = lambda r: {k: r[k] for k in COMPARED}       # noqa: E731
+        assert strip(second) == strip(ref.execute(late[1]))
+        assert first["verdict"] == second["verdict"]
+    finally:
+        for j in (judge, ref):
+            j.close_server()
+            sweep.remove_work(j.settings.work_link)
+            shutil.rmtree(j.scratch_root, ignore_errors=True)
+
+
 def test_a_scratch_whose_work_a_program_replaced_is_laid_out_again(tmp_path):
     scratch = tmp_path / "s"
     scratch.mkdir()

@@ -209,9 +209,8 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None,
     content, or nothing) or a copy of the starting tree START, INPUT the
     new content the program reads, HOME is the run's own, empty. With
     reuse_input the scratch is one a run of the same combo used before:
-    its input stays, and the rest is emptied, the last run's snapshots
-    too (a run whose content changes every time, a database's random
-    pages, piled them up). Without LAY, WORK is left empty: a real
+    its input stays, and the rest is emptied but for the snapshots, up to
+    a bound (kept_snaps). Without LAY, WORK is left empty: a real
     filesystem's image (realfs) brings its content."""
     scratch = os.fspath(scratch)
     work = os.path.join(scratch, WORK)
@@ -223,8 +222,10 @@ def prepare(scratch, old, new, target=TARGET, reuse_input=False, start=None,
                 os.unlink(os.path.join(scratch, name))
             except FileNotFoundError:
                 pass
-        for d in (work, snaps, os.path.join(scratch, HOME)):
+        for d in (work, os.path.join(scratch, HOME)):
             _emptied(d)
+        if not kept_snaps(snaps):
+            _emptied(snaps)
         if lay:
             os.mkdir(os.path.join(work, TMP))
         # a program may have changed or moved its input (mv new target)
@@ -259,6 +260,42 @@ def lay_work(work, old, target=TARGET, start=None):
 
 
 _INPUT_STAMP = {}    # path of a reused input -> (ino, size, mtime) we left it with
+
+# What the last runs' snapshots in a reused scratch may hold and be kept
+# for the next run: bytes, and blobs (kept_snaps).
+SNAPS_KEEP_BYTES = 64 << 20
+SNAPS_KEEP_BLOBS = 1024
+
+
+def kept_snaps(snaps):
+    """Whether the snapshot directory SNAPS of a reused scratch may stay
+    as the last runs left it: a directory of ours holding blobs only, no
+    more than SNAPS_KEEP_BLOBS of them and SNAPS_KEEP_BYTES in all. The
+    store is by content and a run stores only the blobs it does not find
+    there (faults/store.c), so the runs of one combo, which mostly write
+    the same content, store it once instead of once a run (as costly as
+    the rest of the run for a file of 100 KiB); a run whose content
+    changes every time (a database's random pages) would pile them up,
+    and past the bound they go. A blob's name is the hash of its content:
+    one kept is one the next run would have written the same. Anything
+    else there (a blob a killed run left half written, under its
+    dot-name; what the program put there) empties it."""
+    try:
+        st = os.lstat(snaps)
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        total = 0
+        with os.scandir(snaps) as it:
+            for n, e in enumerate(it):
+                if n >= SNAPS_KEEP_BLOBS or e.name.startswith(".") or \
+                        not e.is_file(follow_symlinks=False):
+                    return False
+                total += e.stat(follow_symlinks=False).st_size
+                if total > SNAPS_KEEP_BYTES:
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _write_input(path, data):
