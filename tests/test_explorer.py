@@ -770,3 +770,50 @@ def test_a_state_that_lost_nothing_does_not_say_nothing_was_lost():
                 Change("data", "settings.json")], [])
     assert "nothing was lost" not in got
     assert got.endswith("; every change made until then persisted")
+
+
+def test_a_blob_is_read_once_for_the_process_while_its_file_is_the_same(
+        tmp_path):
+    """A blob read from a snapshot directory is the next exploration's
+    too (the same bytes object, so its block digests are kept as well),
+    while the file under its name is the same one; a file put there
+    anew under that name, same size, is read again."""
+    from harness.judging.powerloss import records
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    name = "00000000000000aa"
+    (snaps / name).write_bytes(b"x" * 5000)
+    first = records._Blobs(snaps, None).get(name, 5000, 1)
+    again = records._Blobs(snaps, None).get(name, 5000, 1)
+    assert first == b"x" * 5000 and again is first
+    (snaps / "other").write_bytes(b"y" * 5000)
+    os.replace(snaps / "other", snaps / name)
+    fresh = records._Blobs(snaps, None).get(name, 5000, 1)
+    assert fresh == b"y" * 5000
+
+
+def test_the_shared_caches_hold_no_more_than_their_bound():
+    """The process-wide block digests and blobs keep to their bytes."""
+    from harness.judging.powerloss import records
+    shared = space.Digests(keep=10, hold=16 * 4096 * 2)
+    dg = space.Digests(keep=3, shared=shared)
+    objs = [bytes([i]) * 4096 for i in range(4)] + [b"b" * 3 * 4096]
+    for o in objs:
+        assert len(dg.blocks(o)) == len(o) // 4096
+    assert len(dg.lru) == 3
+    # the first two are the shared one's still, not the large one
+    assert id(objs[0]) in shared.lru and id(objs[4]) not in shared.lru
+    assert space.Digests(shared=shared).blocks(objs[0]) is \
+        shared.lru[id(objs[0])][1]
+    small = space.Digests(keep=10, hold=10000)
+    for o in objs[:4]:
+        small.blocks(o)
+    assert small.held <= 10000 and len(small.lru) == 2
+    shared = records._Shared(hold=40000)
+    blobs = [bytes([i]) * 8192 for i in range(6)]
+    for i, o in enumerate(blobs):
+        shared.put(("k", i), o)
+    assert shared.held <= 40000 and shared.get(("k", 0)) is None
+    assert shared.get(("k", 5)) is blobs[5]
+    shared.put(("big",), b"z" * 10001)        # over a quarter: not kept
+    assert shared.get(("big",)) is None

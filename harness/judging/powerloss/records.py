@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 
 from .state import ExplorerError
 
@@ -74,6 +75,37 @@ def _check_records(records):
     return recs
 
 
+class _Shared:
+    """Blobs read from snapshot directories, for the process: a case's
+    read of a blob is the next case's (a reused scratch keeps its blobs:
+    execute.kept_snaps). Keyed by the file's identity as well as its
+    name (device, inode, size, modification time): a file put there
+    under a blob's name by another hand is another key. At most HOLD
+    bytes, the oldest dropped first, and no blob over a quarter of it."""
+
+    def __init__(self, hold=16 << 20):
+        self.hold = hold
+        self.held = 0
+        self.lru = OrderedDict()
+
+    def get(self, key):
+        data = self.lru.get(key)
+        if data is not None:
+            self.lru.move_to_end(key)
+        return data
+
+    def put(self, key, data):
+        if len(data) > self.hold // 4 or key in self.lru:
+            return
+        self.lru[key] = data
+        self.held += len(data)
+        while self.held > self.hold:
+            self.held -= len(self.lru.popitem(last=False)[1])
+
+
+SHARED_BLOBS = _Shared()
+
+
 class _Blobs:
     """Snapshot contents by hash, loaded once."""
 
@@ -100,7 +132,13 @@ class _Blobs:
                 path = os.path.join(self.snapdir, h)
                 try:
                     with open(path, "rb") as f:
-                        data = f.read()
+                        st = os.fstat(f.fileno())
+                        key = (st.st_dev, st.st_ino, st.st_size,
+                               st.st_mtime_ns, h)
+                        data = SHARED_BLOBS.get(key)
+                        if data is None:
+                            data = f.read()
+                            SHARED_BLOBS.put(key, bytes(data))
                 except OSError as e:
                     raise ExplorerError(f"trace record seq={seq}: snapshot "
                                         f"'{path}': {e.strerror}") from None

@@ -34,24 +34,55 @@ _ZERO_BLOCK = _h(bytes(BLOCK))
 
 class Digests:
     """Digests of the full blocks of the few bytes objects in use, so that
-    a state's identity costs a pass over digests, not over its bytes."""
+    a state's identity costs a pass over digests, not over its bytes: at
+    most KEEP objects held, and HOLD bytes of them (None: no bound).
+    SHARED, another Digests, is asked on a miss and given what was
+    computed (objects of at most a sixteenth of its bound)."""
 
-    def __init__(self, keep=64):
+    def __init__(self, keep=64, hold=None, shared=None):
         self.keep = keep
+        self.hold = hold
+        self.shared = shared
+        self.held = 0
         self.lru = OrderedDict()    # id -> (object, digests); the object
                                     # is held so its id stays its own
 
     def blocks(self, data):
+        d = self._get(data)
+        if d is None and self.shared is not None:
+            d = self.shared._get(data)
+        if d is None:
+            d = [_h(data[i:i + BLOCK])
+                 for i in range(0, len(data) - BLOCK + 1, BLOCK)]
+            if self.shared is not None and \
+                    len(data) <= self.shared.hold // 16:
+                self.shared._put(data, d)
+        self._put(data, d)
+        return d
+
+    def _get(self, data):
         hit = self.lru.get(id(data))
         if hit is not None and hit[0] is data:
             self.lru.move_to_end(id(data))
             return hit[1]
-        d = [_h(data[i:i + BLOCK])
-             for i in range(0, len(data) - BLOCK + 1, BLOCK)]
+        return None
+
+    def _put(self, data, d):
+        if id(data) in self.lru:
+            return
         self.lru[id(data)] = (data, d)
-        if len(self.lru) > self.keep:
-            self.lru.popitem(last=False)
-        return d
+        self.held += len(data)
+        while self.lru and (len(self.lru) > self.keep or (
+                self.hold is not None and self.held > self.hold)):
+            old, _ = self.lru.popitem(last=False)[1]
+            self.held -= len(old)
+
+
+# One for the process, behind each Builder's own: the blobs a snapshot
+# directory holds are read once for the cases after (records._Blobs), the
+# same bytes objects, so the digests of a combo's content are computed
+# once for its cases.
+SHARED_DIGESTS = Digests(keep=256, hold=16 << 20)
 
 
 class Recipe:
@@ -857,7 +888,7 @@ class Builder:
     def __init__(self, world, target, cap, seed, sector=BLOCK):
         self.w = world
         self.sector = sector
-        self.dg = Digests()
+        self.dg = Digests(shared=SHARED_DIGESTS)
         self.target = target
         self.cap = cap
         self.seed = seed
