@@ -262,9 +262,11 @@ def lay_work(work, old, target=TARGET, start=None):
 _INPUT_STAMP = {}    # path of a reused input -> (ino, size, mtime) we left it with
 
 # What the last runs' snapshots in a reused scratch may hold and be kept
-# for the next run: bytes, and blobs (kept_snaps).
+# for the next run: bytes, and blobs (kept_snaps). Few blobs: each is
+# looked at before every run, and a program that stores hundreds a run
+# (a write's range each) made that look cost more than the blobs saved.
 SNAPS_KEEP_BYTES = 64 << 20
-SNAPS_KEEP_BLOBS = 1024
+SNAPS_KEEP_BLOBS = 64
 
 
 def kept_snaps(snaps):
@@ -284,15 +286,19 @@ def kept_snaps(snaps):
         st = os.lstat(snaps)
         if not stat.S_ISDIR(st.st_mode):
             return False
-        total = 0
+        blobs = []
         with os.scandir(snaps) as it:
-            for n, e in enumerate(it):
-                if n >= SNAPS_KEEP_BLOBS or e.name.startswith(".") or \
-                        not e.is_file(follow_symlinks=False):
+            for e in it:
+                # counted before any is looked at: one stat each
+                if len(blobs) >= SNAPS_KEEP_BLOBS or e.name.startswith(".") \
+                        or not e.is_file(follow_symlinks=False):
                     return False
-                total += e.stat(follow_symlinks=False).st_size
-                if total > SNAPS_KEEP_BYTES:
-                    return False
+                blobs.append(e)
+        total = 0
+        for e in blobs:
+            total += e.stat(follow_symlinks=False).st_size
+            if total > SNAPS_KEEP_BYTES:
+                return False
     except OSError:
         return False
     return True
