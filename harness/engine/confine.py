@@ -233,7 +233,6 @@ def under(path, top):
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-
 def _opt(path):
     """PATH as an overlay option's value: its separators escaped."""
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")

@@ -777,8 +777,10 @@ class ForkServer:
     case after case, and exec with the dynamic loader is most of what a
     short run costs. The run is otherwise what run() gives: a session of
     its own, its group killed at the time limit and when it ends, output
-    capped; a box (contain.Box) that its child joins before the program
-    runs.
+    capped; a box (contain.Box): the server's own cgroup, where the
+    run is born, the server its resident (what is left there besides
+    it is the run's; where something is, the cgroup is killed whole and
+    the server is closed).
 
     backend "syscall": the server is the system-call supervisor
     (faults/syscall/supervise.c, the protocol of faults/serve.c), which
@@ -806,8 +808,10 @@ class ForkServer:
         is started in the view of them (harness/engine/confine.py), and
         every run is forked in it: a view made per run (its namespace,
         a dozen mounts, pivot_root, and all of it torn down at the run's
-        exit) cost a served run more than its program. A run whose view
-        is another then is refused with ServerStale (run)."""
+        exit) cost a served run more than its program. A run whose
+        directories are in those is served in that view, which may hold
+        more than the run's own (the caller's to choose: crashcheck's
+        directories alone); another is refused with ServerStale (run)."""
         self.backend = backend
         self._view = self._view_steps = self._view_ids = None
         self._view_dirs = self._view_inner = None
