@@ -285,6 +285,23 @@ def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
     finally:
         server.close()
     assert not os.path.exists(cgroup)
+    # a process the run moved into a cgroup of its own making, below
+    # the server's: named and killed as well
+    below = ["/bin/sh", "-c",
+             'cg=$(sed -n "s|^0::||p" /proc/self/cgroup); '
+             'cg=$(grep -m1 " cgroup2 " /proc/self/mounts | cut -d" " -f2)$cg; '
+             'mkdir "$cg/below" && (setsid sh -c \'echo $$ > "$0/below/'
+             'cgroup.procs"; exec sleep 31\' "$cg" &); '
+             'until grep -q . "$cg/below/cgroup.procs"; do :; done']
+    server = serve(below, home, backend=backend)
+    try:
+        cgroup = server._cgroup
+        run = server.run(cwd=tmp_path, timeout=30)
+        assert run.status == 0
+        assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 31)"]
+        assert server.closed and not os.path.exists(cgroup)
+    finally:
+        server.close()
     pidfile = tmp_path / "left"
     left = ["/bin/sh", "-c", f"setsid sleep 30 & echo $! > {pidfile}"]
     server = serve(left, home, backend=backend)

@@ -145,6 +145,15 @@ def _procs(cgroup):
         return []
 
 
+def _below(cgroup):
+    """The pids in the cgroups below CGROUP (a program's that made one)."""
+    found = []
+    for dirpath, _, _ in os.walk(cgroup):
+        if dirpath != cgroup:
+            found += _procs(dirpath)
+    return found
+
+
 def _populated(cgroup):
     try:
         with open(os.path.join(cgroup, "cgroup.events"), "rb") as fh:
@@ -790,8 +799,8 @@ class Box:
             left = self._others()
         if not left:
             return []
-        # named before they die; a cgroup below only by what is in it
-        pids = [p for p in left if p > 0]
+        # named before they die, those in cgroups below too
+        pids = [p for p in left if p > 0] + _below(self.cgroup)
         found = [describe(p) for p in pids] or \
             ["processes in a cgroup the program made"]
         self.resident_killed = True
