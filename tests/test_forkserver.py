@@ -285,6 +285,8 @@ def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
     finally:
         server.close()
     assert not os.path.exists(cgroup)
+    pidfile = tmp_path / "left"
+    left = ["/bin/sh", "-c", f"setsid sleep 30 & echo $! > {pidfile}"]
     # a process the run moved into a cgroup of its own making, below
     # the server's: named and killed as well
     below = ["/bin/sh", "-c",
@@ -293,29 +295,19 @@ def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
              'mkdir "$cg/below" && (setsid sh -c \'echo $$ > "$0/below/'
              'cgroup.procs"; exec sleep 31\' "$cg" &); '
              'until grep -q . "$cg/below/cgroup.procs"; do :; done']
-    server = serve(below, home, backend=backend)
-    try:
-        cgroup = server._cgroup
-        run = server.run(cwd=tmp_path, timeout=30)
-        assert run.status == 0
-        assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 31)"]
-        assert server.closed and not os.path.exists(cgroup)
-    finally:
-        server.close()
-    pidfile = tmp_path / "left"
-    left = ["/bin/sh", "-c", f"setsid sleep 30 & echo $! > {pidfile}"]
-    server = serve(left, home, backend=backend)
-    try:
-        cgroup = server._cgroup
-        run = server.run(cwd=tmp_path, timeout=30)
-        assert run.status == 0
-        assert [o.split(" ", 2)[2] for o in run.outlived] == ["(sleep 30)"]
-        assert server.closed and not os.path.exists(cgroup)
-        assert gone(int(pidfile.read_text()))
-        with pytest.raises(runner.ServerUnavailable):
-            server.run(cwd=tmp_path, timeout=30)
-    finally:
-        server.close()
+    for argv, name in ((left, "(sleep 30)"), (below, "(sleep 31)")):
+        server = serve(argv, home, backend=backend)
+        try:
+            cgroup = server._cgroup
+            run = server.run(cwd=tmp_path, timeout=30)
+            assert run.status == 0
+            assert [o.split(" ", 2)[2] for o in run.outlived] == [name]
+            assert server.closed and not os.path.exists(cgroup)
+            with pytest.raises(runner.ServerUnavailable):
+                server.run(cwd=tmp_path, timeout=30)
+        finally:
+            server.close()
+    assert gone(int(pidfile.read_text()))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
