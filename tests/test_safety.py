@@ -22,6 +22,7 @@ test, never by name: other runs share the machine.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,44 @@ def test_a_box_names_what_outlived_its_program(tmp_path, mode):
         proc.stdout + proc.stderr
     assert lines[1:] == ["0 []"], proc.stdout + proc.stderr
     assert not alive(int(pid))
+
+
+BELOW_PROBE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from harness.engine import contain, runner
+    contain.own_process()
+    # the program moves a process of its into a cgroup it makes below
+    # the run's, and ends once it is there
+    run = runner.run(["/bin/sh", "-c",
+                      'cg=$(sed -n "s|^0::||p" /proc/self/cgroup); '
+                      'cg=$(grep -m1 " cgroup2 " /proc/self/mounts | '
+                      'cut -d" " -f2)$cg; mkdir "$cg/below" && (setsid sh -c '
+                      '\\'echo $$ > "$0/below/cgroup.procs"; exec sleep %s\\' '
+                      '"$cg" &); until grep -q . "$cg/below/cgroup.procs"; '
+                      'do :; done' % sys.argv[2]],
+                     cwd=sys.argv[3], timeout=60, preload=False)
+    print(run.status, run.outlived)
+""")
+
+
+def test_a_box_names_what_outlived_it_in_a_cgroup_below(tmp_path):
+    """A process the program moved into a cgroup of its own making,
+    below the run's, is named as anything else that outlived the
+    program, and killed (it used to be killed without a word, and its
+    case could pass)."""
+    ok, why = cgroup_available()
+    if not ok:
+        pytest.skip(f"no writable cgroup v2 here: {why}")
+    marker = f"1002.{os.getpid()}"
+    proc = subprocess.run([PYTHON, "-c", BELOW_PROBE, str(ROOT), marker,
+                           str(tmp_path)], capture_output=True, text=True,
+                          timeout=120,
+                          env=dict(os.environ, CRASHCHECK_CONTAIN="cgroup"))
+    line, = proc.stdout.splitlines() or [proc.stderr]
+    assert re.fullmatch(rf"0 \['pid \d+ \(sleep {re.escape(marker)}\)'\]",
+                        line), proc.stdout + proc.stderr
+    assert gone_within(lambda: marked(marker)) == []
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,14 @@ def _procs(cgroup):
 
 
 def _below(cgroup):
-    """The pids in the cgroups below CGROUP (a program's that made one)."""
+    """The pids in the cgroups below CGROUP (a program may make one and
+    move there); one read of cgroup.stat when there is none."""
+    try:
+        with open(os.path.join(cgroup, "cgroup.stat"), "rb") as fh:
+            if b"nr_descendants 0" in fh.read():
+                return []
+    except FileNotFoundError:
+        return []
     found = []
     for dirpath, _, _ in os.walk(cgroup):
         if dirpath != cgroup:
@@ -600,12 +607,9 @@ class Local:
 def remove(cgroup):
     """Kill what is left in CGROUP (a fork server's, its server gone) and
     remove it; one that will not empty stays, for the session's end."""
-    if cgroup is None:
-        return
-    if _populated(cgroup) and \
-            not _cgroup_kill(cgroup, time.monotonic() + KILL_WAIT):
-        return
-    _remove_tree(cgroup)
+    if cgroup is not None:
+        _cgroup_kill(cgroup, time.monotonic() + KILL_WAIT)
+        _remove_tree(cgroup)
 
 
 _session = None
@@ -745,8 +749,7 @@ class Box:
                 pass
         if self.cgroup is not None and self.resident is not None:
             for pid in self._others():
-                if pid > 0:         # never -1: kill(-1) is every process
-                    _kill(pid)
+                _kill(pid)
             return
         if self.cgroup is not None and not self._inside:
             try:
@@ -773,43 +776,22 @@ class Box:
         return self._finish_scan(grace)
 
     def _others(self):
-        """The pids in the resident's cgroup that are not the resident,
-        and -1 for a process in a cgroup below it (a program that made
-        one and moved there)."""
-        left = [p for p in _procs(self.cgroup) if p != self.resident]
-        if not left:
-            try:
-                with open(os.path.join(self.cgroup, "cgroup.stat"),
-                          "rb") as fh:
-                    if b"nr_descendants 0" not in fh.read():
-                        left = [-1]
-            except FileNotFoundError:
-                pass
-        return left
+        """The pids in the box's cgroup and below it, but the resident."""
+        return [p for p in _procs(self.cgroup) + _below(self.cgroup)
+                if p != self.resident]
 
     def _finish_resident(self, grace):
         """finish() of a box with a resident: its cgroup holds it and,
         the common end of a run, nothing else (two small reads)."""
         left = self._others()
-        if not left:
-            return []
         deadline = time.monotonic() + grace
         while left and time.monotonic() < deadline:
             time.sleep(0.005)
             left = self._others()
         if not left:
             return []
-        # named before they die, those in cgroups below too
-        pids = [p for p in left if p > 0] + _below(self.cgroup)
-        found = [describe(p) for p in pids] or \
-            ["processes in a cgroup the program made"]
         self.resident_killed = True
-        if not _cgroup_kill(self.cgroup, time.monotonic() + KILL_WAIT):
-            stuck = _procs(self.cgroup)
-            found.append(f"{len(stuck)} process(es) that would not die: "
-                         + ", ".join(describe(p) for p in stuck[:3]))
-        reap(pids)
-        return found
+        return self._kill_named(left)
 
     def _finish_cgroup(self, grace):
         if self.resident is not None:
@@ -820,16 +802,24 @@ class Box:
             return []
         if grace > 0:
             _cgroup_empty(self.cgroup, time.monotonic() + grace)
-        pids = _procs(self.cgroup)
+        pids = _procs(self.cgroup) + _below(self.cgroup)
         if not pids and not _populated(self.cgroup):
             return []
+        return self._kill_named(pids)
+
+    def _kill_named(self, pids):
+        """The descriptions of PIDS (what was left), taken before the
+        box's cgroup is killed whole, and of what would not die; they
+        are reaped. A run cgroup that would not empty is given up for
+        the next runs."""
         found = [describe(p) for p in pids]
         if not _cgroup_kill(self.cgroup, time.monotonic() + KILL_WAIT):
-            left = _procs(self.cgroup)
+            left = _procs(self.cgroup) + _below(self.cgroup)
             found.append(f"{len(left)} process(es) that would not die: "
                          + ", ".join(describe(p) for p in left[:3]))
-            self.local.abandon_run()
-            self.cgroup = self.local.run
+            if self.resident is None:
+                self.local.abandon_run()
+                self.cgroup = self.local.run
         reap(pids)
         return found
 
