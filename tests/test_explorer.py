@@ -795,25 +795,26 @@ def test_a_blob_is_read_once_for_the_process_while_its_file_is_the_same(
 def test_the_shared_caches_hold_no_more_than_their_bound():
     """The process-wide block digests and blobs keep to their bytes."""
     from harness.judging.powerloss import records
-    shared = space.Digests(keep=10, hold=16 * 4096 * 2)
+    shared = records.Held(hold=3 * 4096, largest=2 * 4096, most=10)
     dg = space.Digests(keep=3, shared=shared)
     objs = [bytes([i]) * 4096 for i in range(4)] + [b"b" * 3 * 4096]
     for o in objs:
         assert len(dg.blocks(o)) == len(o) // 4096
     assert len(dg.lru) == 3
-    # the first two are the shared one's still, not the large one
-    assert id(objs[0]) in shared.lru and id(objs[4]) not in shared.lru
-    assert space.Digests(shared=shared).blocks(objs[0]) is \
-        shared.lru[id(objs[0])][1]
-    small = space.Digests(keep=10, hold=10000)
-    for o in objs[:4]:
-        small.blocks(o)
-    assert small.held <= 10000 and len(small.lru) == 2
-    shared = records._Shared(hold=40000)
+    # the last three small ones are the shared one's, not the large one
+    assert id(objs[3]) in shared.lru and id(objs[4]) not in shared.lru
+    assert shared.held <= 3 * 4096 and id(objs[0]) not in shared.lru
+    assert space.Digests(shared=shared).blocks(objs[3]) is \
+        shared.get(id(objs[3]))[1]
+    few = records.Held(hold=1 << 20, largest=1 << 20, most=2)
+    for i, o in enumerate(objs[:4]):
+        few.put(i, o, len(o))
+    assert len(few.lru) == 2 and few.get(0) is None
+    blobs_held = records.Held(hold=40000, largest=10000)
     blobs = [bytes([i]) * 8192 for i in range(6)]
     for i, o in enumerate(blobs):
-        shared.put(("k", i), o)
-    assert shared.held <= 40000 and shared.get(("k", 0)) is None
-    assert shared.get(("k", 5)) is blobs[5]
-    shared.put(("big",), b"z" * 10001)        # over a quarter: not kept
-    assert shared.get(("big",)) is None
+        blobs_held.put(("k", i), o, len(o))
+    assert blobs_held.held <= 40000 and blobs_held.get(("k", 0)) is None
+    assert blobs_held.get(("k", 5)) is blobs[5]
+    blobs_held.put(("big",), b"z" * 10001, 10001)     # over LARGEST
+    assert blobs_held.get(("big",)) is None

@@ -75,35 +75,39 @@ def _check_records(records):
     return recs
 
 
-class _Shared:
-    """Blobs read from snapshot directories, for the process: a case's
-    read of a blob is the next case's (a reused scratch keeps its blobs:
-    execute.kept_snaps). Keyed by the file's identity as well as its
-    name (device, inode, size, modification time): a file put there
-    under a blob's name by another hand is another key. At most HOLD
-    bytes, the oldest dropped first, and no blob over a quarter of it."""
+class Held:
+    """What the process keeps from case to case: values by key, each
+    weighing some bytes, at most HOLD bytes and MOST values in all, the
+    least recently used dropped first; a value over LARGEST bytes is
+    not kept."""
 
-    def __init__(self, hold=16 << 20):
-        self.hold = hold
+    def __init__(self, hold, largest, most=4096):
+        self.hold, self.largest, self.most = hold, largest, most
         self.held = 0
-        self.lru = OrderedDict()
+        self.lru = OrderedDict()    # key -> (value, bytes)
 
     def get(self, key):
-        data = self.lru.get(key)
-        if data is not None:
-            self.lru.move_to_end(key)
-        return data
+        hit = self.lru.get(key)
+        if hit is None:
+            return None
+        self.lru.move_to_end(key)
+        return hit[0]
 
-    def put(self, key, data):
-        if len(data) > self.hold // 4 or key in self.lru:
+    def put(self, key, value, size):
+        if size > self.largest or key in self.lru:
             return
-        self.lru[key] = data
-        self.held += len(data)
-        while self.held > self.hold:
-            self.held -= len(self.lru.popitem(last=False)[1])
+        self.lru[key] = (value, size)
+        self.held += size
+        while self.held > self.hold or len(self.lru) > self.most:
+            self.held -= self.lru.popitem(last=False)[1][1]
 
 
-SHARED_BLOBS = _Shared()
+# Blobs read from snapshot directories: a case's read of a blob is the
+# next case's (a reused scratch keeps its blobs: execute.kept_snaps).
+# Keyed by the file's identity as well as its name (device, inode, size,
+# modification time): a file put there under a blob's name by another
+# hand is another key.
+SHARED_BLOBS = Held(16 << 20, 4 << 20)
 
 
 class _Blobs:
@@ -138,7 +142,7 @@ class _Blobs:
                         data = SHARED_BLOBS.get(key)
                         if data is None:
                             data = f.read()
-                            SHARED_BLOBS.put(key, bytes(data))
+                            SHARED_BLOBS.put(key, data, len(data))
                 except OSError as e:
                     raise ExplorerError(f"trace record seq={seq}: snapshot "
                                         f"'{path}': {e.strerror}") from None

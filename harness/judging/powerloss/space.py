@@ -19,6 +19,7 @@ from collections import OrderedDict
 
 from ..models import base as policy
 from .journal import DataOp, DirOp, SizeOp
+from .records import Held
 from .state import (BLOCK, RULE_FFLUSH, RULE_FSYNC_BEFORE_RENAME,
                     RULE_FSYNC_DIR, RULE_FSYNC_DIR_CREATE, RULE_FSYNC_FAILED,
                     RULE_FSYNC_FILE, RULE_IN_PLACE, RULE_MSYNC, RULE_O_DIRECT,
@@ -34,55 +35,41 @@ _ZERO_BLOCK = _h(bytes(BLOCK))
 
 class Digests:
     """Digests of the full blocks of the few bytes objects in use, so that
-    a state's identity costs a pass over digests, not over its bytes: at
-    most KEEP objects held, and HOLD bytes of them (None: no bound).
-    SHARED, another Digests, is asked on a miss and given what was
-    computed (objects of at most a sixteenth of its bound)."""
+    a state's identity costs a pass over digests, not over its bytes.
+    SHARED, a records.Held by id (the object held with its digests, so
+    its id stays its own), is asked on a miss and given what was
+    computed."""
 
-    def __init__(self, keep=64, hold=None, shared=None):
+    def __init__(self, keep=64, shared=None):
         self.keep = keep
-        self.hold = hold
         self.shared = shared
-        self.held = 0
         self.lru = OrderedDict()    # id -> (object, digests); the object
                                     # is held so its id stays its own
 
     def blocks(self, data):
-        d = self._get(data)
-        if d is None and self.shared is not None:
-            d = self.shared._get(data)
-        if d is None:
-            d = [_h(data[i:i + BLOCK])
-                 for i in range(0, len(data) - BLOCK + 1, BLOCK)]
-            if self.shared is not None and \
-                    len(data) <= self.shared.hold // 16:
-                self.shared._put(data, d)
-        self._put(data, d)
-        return d
-
-    def _get(self, data):
         hit = self.lru.get(id(data))
         if hit is not None and hit[0] is data:
             self.lru.move_to_end(id(data))
             return hit[1]
-        return None
-
-    def _put(self, data, d):
-        if id(data) in self.lru:
-            return
+        hit = self.shared.get(id(data)) if self.shared is not None else None
+        if hit is not None and hit[0] is data:
+            d = hit[1]
+        else:
+            d = [_h(data[i:i + BLOCK])
+                 for i in range(0, len(data) - BLOCK + 1, BLOCK)]
+            if self.shared is not None:
+                self.shared.put(id(data), (data, d), len(data))
         self.lru[id(data)] = (data, d)
-        self.held += len(data)
-        while self.lru and (len(self.lru) > self.keep or (
-                self.hold is not None and self.held > self.hold)):
-            old, _ = self.lru.popitem(last=False)[1]
-            self.held -= len(old)
+        if len(self.lru) > self.keep:
+            self.lru.popitem(last=False)
+        return d
 
 
 # One for the process, behind each Builder's own: the blobs a snapshot
 # directory holds are read once for the cases after (records._Blobs), the
 # same bytes objects, so the digests of a combo's content are computed
 # once for its cases.
-SHARED_DIGESTS = Digests(keep=256, hold=16 << 20)
+SHARED_DIGESTS = Held(16 << 20, 1 << 20)
 
 
 class Recipe:
