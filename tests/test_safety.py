@@ -347,6 +347,41 @@ def test_killing_crashcheck_outright_leaves_no_program(tmp_path, mode):
             proc.wait()
 
 
+@pytest.mark.parametrize("said", ["ended", "ended, then more", "nothing"])
+def test_the_watchdog_kills_what_is_left_unless_the_session_ended_clean(
+        tmp_path, said):
+    """The watchdog at the end of its pipe: it removes every directory
+    registered that is still there; it kills the processes carrying the
+    session's token unless the last line says the session ended in order
+    (Session.shutdown writes it only once it found none of them)."""
+    from harness.engine import contain
+    token = f"watchdogtest{os.getpid()}{len(said)}"
+    marker = f"1004.{os.getpid()}{len(said)}"
+    straggler = subprocess.Popen(
+        ["sleep", marker], env=dict(os.environ, CRASHCHECK_SESSION=token),
+        start_new_session=True)
+    left = tmp_path / "left"
+    (left / "sub").mkdir(parents=True)
+    lines = f"dir {left}\ndir {tmp_path / 'gone'}\n"
+    if said.startswith("ended"):
+        lines += "ended\n"
+    if said == "ended, then more":
+        lines += f"dir {tmp_path / 'later'}\n"
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", contain.WATCHDOG, "crashcheck-watchdog", token],
+            input=lines, text=True, capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert not left.exists()
+        if said == "ended":
+            assert straggler.poll() is None
+        else:
+            assert straggler.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        straggler.kill()
+        straggler.wait()
+
+
 def _descendants(pid):
     """Pids of PID's descendants now (by parent links in /proc)."""
     parent = {}
