@@ -492,6 +492,43 @@ def test_validation_catches_a_model_that_claims_too_much(tmp_path):
     assert "model:       posix" in (kept / "README.txt").read_text()
 
 
+CUT = """
+import dataclasses, sys
+sys.path.insert(0, {root!r})
+from harness.engine import execute, validate
+real = execute.execute_run
+def cut_units(combo, plan, scratch, timeout, **kw):
+    # a unit's run (crashed, unsnapshotted), not a baseline: a trace
+    # limit it goes past
+    if kw.get("crash") and not kw.get("record", True):
+        kw["settings"] = dataclasses.replace(kw["settings"], trace_limit=300)
+    return real(combo, plan, scratch, timeout, **kw)
+execute.execute_run = cut_units
+sys.exit(validate.main(sys.argv[1:]))
+"""
+
+
+def test_a_unit_whose_trace_was_cut_is_missed_not_judged(tmp_path):
+    """A real crash whose run went past the trace limit is not compared
+    with the models (where it stopped is not seen): each such unit is
+    listed as missed, with the cut's reason, and none is judged."""
+    need("ext4")
+    out = tmp_path / "v"
+    proc = subprocess.run(
+        [PY, "-c", CUT.format(root=str(ROOT)), "--fs", "ext4",
+         "--variations", "plain",
+         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
+         "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((out / "validate.json").read_text())
+    assert summary["missed"] and not summary["errors"]
+    for m in summary["missed"]:
+        assert "the run's trace was cut" in m["missed"], m
+        assert "(--trace-limit)" in m["missed"], m
+    assert all(r["states"] == 0 for r in summary["rows"]), summary["rows"]
+    assert "missed: ext4 no-dir-fsync-sync-4097B @" in proc.stdout
+
+
 BROKEN = """
 import sys
 sys.path.insert(0, {root!r})
