@@ -12,8 +12,6 @@ import os
 import resource
 import signal
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
 

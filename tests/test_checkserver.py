@@ -15,7 +15,6 @@ between the two leaves a tree its checker refuses (a and b differ).
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,4 @@
-"""The fork server (faults/serve.c, runner.ForkServer): a run forked from
+"""The fork server (faults/serve.c, forkserver.ForkServer): a run forked from
 one exec of the program must be the run an exec would have made: the
 same calls counted and faulted, the same trace but for process ids, the
 same files, output, exit status, environment and descriptors. Programs
@@ -26,8 +26,8 @@ from procs import marked as _marked
 
 from harness import ROOT
 from harness import calls  # noqa: E402
-from harness.engine import (cases as casesmod, execute, judge as judgemod,
-                            runner, sweep, trace)
+from harness.engine import (cases as casesmod, execute, forkserver,
+                            judge as judgemod, runner, sweep, trace)
 
 REPLACE = [str(ROOT / "workloads" / "bin" / "replace"), "--strategy=sync",
            casesmod.TARGET, f"../{casesmod.INPUT}/{casesmod.NEW}"]
@@ -44,7 +44,7 @@ BACKENDS = ["preload", "syscall"]
 
 
 def serve(argv, home, timeout=10, backend="preload"):
-    return runner.ForkServer(argv, home=home, timeout=timeout, backend=backend)
+    return forkserver.ForkServer(argv, home=home, timeout=timeout, backend=backend)
 
 
 def fd_count(pid):
@@ -303,7 +303,7 @@ def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
             assert run.status == 0
             assert [o.split(" ", 2)[2] for o in run.outlived] == [name]
             assert server.closed and not os.path.exists(cgroup)
-            with pytest.raises(runner.ServerUnavailable):
+            with pytest.raises(forkserver.ServerUnavailable):
                 server.run(cwd=tmp_path, timeout=30)
         finally:
             server.close()
@@ -328,7 +328,7 @@ def test_a_harness_gone_mid_run_takes_the_run_with_it(tmp_path, home, backend):
             time.sleep(0.01)
         start = time.monotonic()
         server.close()
-        assert time.monotonic() - start < runner.CLOSE_WAIT
+        assert time.monotonic() - start < forkserver.CLOSE_WAIT
     assert gone(int(pidfile.read_text()))
     assert gone(server_pid)
 
@@ -344,7 +344,7 @@ def test_a_supervised_run_that_leaves_a_process_ends_its_server(tmp_path, home):
     try:
         served = server.run(cwd=tmp_path, timeout=30)
         assert server.closed and server.pid is None
-        with pytest.raises(runner.ServerUnavailable):
+        with pytest.raises(forkserver.ServerUnavailable):
             server.run(cwd=tmp_path, timeout=30)
     finally:
         server.close()
@@ -371,7 +371,7 @@ def test_a_harness_interrupted_as_it_asks_leaves_no_run(tmp_path, home,
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         server.run(cwd=tmp_path, timeout=30)
-    assert time.monotonic() - start < runner.CLOSE_WAIT
+    assert time.monotonic() - start < forkserver.CLOSE_WAIT
     assert gone(server_pid)
     # whatever it wrote, it writes no more
     seen = ticks.read_bytes() if ticks.exists() else b""
@@ -415,7 +415,7 @@ def test_a_supervised_program_gone_is_said_to_the_harness(tmp_path, home):
     try:
         assert server.run(cwd=tmp_path, timeout=30).status == 0
         exe.unlink()
-        with pytest.raises(runner.ServerUnavailable,
+        with pytest.raises(forkserver.ServerUnavailable,
                            match=f"cannot run {exe}: No such file"):
             server.run(cwd=tmp_path, timeout=30)
     finally:
@@ -439,7 +439,7 @@ def test_a_static_program_is_refused_having_run_where_we_put_it(tmp_path, home):
     exe = build(tmp_path, "mark", "#include <stdio.h>\n"
                 "int main(void) { FILE *f = fopen(\"mark\", \"w\");"
                 " return f ? fclose(f) : 1; }\n", "-static")
-    with pytest.raises(runner.ServerUnavailable, match="exited"):
+    with pytest.raises(forkserver.ServerUnavailable, match="exited"):
         serve([str(exe)], home)
     assert (home / "mark").exists()
 
@@ -453,7 +453,7 @@ def test_a_thread_before_main_is_refused(tmp_path, home, monkeypatch):
                 " { pthread_t t; pthread_create(&t, 0, idle, 0); }\n",
                 "-shared", "-fPIC", "-pthread")
     monkeypatch.setenv("LD_PRELOAD", str(lib))
-    with pytest.raises(runner.ServerUnavailable, match="2 threads"):
+    with pytest.raises(forkserver.ServerUnavailable, match="2 threads"):
         serve(["/bin/true"], home)
 
 
@@ -943,7 +943,7 @@ def confined_server(tmp_path, scratch=None):
     script = ('if [ -n "$MOUNT" ]; then mkdir -p m && mount -t tmpfs none m; '
               'fi; if [ -n "$OUTSIDE" ]; then echo x > "$OUTSIDE"; fi; '
               'pwd; cat /proc/self/mountinfo | wc -l')
-    server = runner.ForkServer(["/bin/sh", "-c", script], home=work,
+    server = forkserver.ForkServer(["/bin/sh", "-c", script], home=work,
                                timeout=30, confine=[scratch])
     return server, scratch
 
@@ -971,7 +971,7 @@ def test_a_confined_servers_runs_share_its_view(tmp_path):
         try:
             (other / casesmod.WORK).mkdir()
             assert not server.confined_to([other])
-            with pytest.raises(runner.ServerStale):
+            with pytest.raises(forkserver.ServerStale):
                 served(server, other)
         finally:
             shutil.rmtree(other, ignore_errors=True)
@@ -989,7 +989,7 @@ def test_a_run_that_mounts_leaves_its_server_stale(tmp_path):
     try:
         run = served(server, scratch, MOUNT="1")
         assert run.status == 0, run.stderr
-        with pytest.raises(runner.ServerStale):
+        with pytest.raises(forkserver.ServerStale):
             served(server, scratch)
     finally:
         server.close()
@@ -1032,7 +1032,7 @@ def test_a_mount_on_the_scratch_after_the_server_started_is_not_served(
         subprocess.run(["mount", "-t", "tmpfs", "none", str(work)],
                        check=True)
         try:
-            with pytest.raises(runner.ServerStale):
+            with pytest.raises(forkserver.ServerStale):
                 served(server, scratch)
         finally:
             subprocess.run(["umount", str(work)], check=True)

@@ -26,7 +26,7 @@ from procs import alive as _alive, group_members as _group_members
 
 from harness import ROOT
 from harness.judging import explorer, payload
-from harness.engine import fullfs, runner
+from harness.engine import forkserver, fullfs, runner
 from harness.engine import sanitizers, spec as specmod, trace as tracemod
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -213,7 +213,7 @@ def start(how, argv, tmp_path, **kw):
         return runner.run(argv, cwd=tmp_path, timeout=30, **kw)
     home = tmp_path / "home"
     home.mkdir()
-    server = runner.ForkServer(argv, home=home, timeout=30)
+    server = forkserver.ForkServer(argv, home=home, timeout=30)
     try:
         return server.run(cwd=tmp_path, timeout=30, **kw)
     finally:

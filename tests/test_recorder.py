@@ -16,7 +16,6 @@ take over, and the cached descriptor paths, which must read exactly as
 readlink(/proc/self/fd/N) would.
 """
 
-import errno
 import os
 import random
 import re

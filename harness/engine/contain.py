@@ -46,7 +46,7 @@ environment), and removes the scratch directories the session registered
 (PR_SET_PDEATHSIG), and so does a fork server (faults/serve.c).
 
 The boxes are for anything that starts programs for crashcheck: runner.run,
-runner.ForkServer, and any other supervisor (wrap the start in
+forkserver.ForkServer, and any other supervisor (wrap the start in
 Box.entered(), then Box.started(pid), and end with Box.finish()).
 """
 

@@ -389,8 +389,8 @@ def execute_run(combo, plan, scratch, timeout, record=True, reuse_input=False,
                 before_crash=None):
     """Run the combo's program once under `plan` in a scratch directory:
     a fresh one, or with reuse_input one a run of the same combo used.
-    server: a runner.ForkServer of the combo's command line to fork the
-    run from (runner.ServerUnavailable when it cannot). trace_from: a
+    server: a forkserver.ForkServer of the combo's command line to fork the
+    run from (forkserver.ServerUnavailable when it cannot). trace_from: a
     lite run, whose trace starts at that seq and takes no snapshots
     (Judge.lite_from). trace_full: a thin run, whose writes outside those
     seqs (lo, hi) may be recorded thin (Judge.thin_window). settings:

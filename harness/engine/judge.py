@@ -19,7 +19,8 @@ import subprocess
 from pathlib import Path
 
 from .. import coords, size_text
-from . import checkserver, realfs, runner, timelimit, trace, tracecut
+from . import (checkserver, forkserver, realfs, runner, timelimit, trace,
+               tracecut)
 from ..judging import causes, explorer, oracle, payload
 from .cases import SPEC_DIR, TARGET, WORK, combos, contents, target_name
 from .records import (FULL_DISK, call_names, data_path_hit, eintr_possible,
@@ -403,7 +404,7 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
                                    settings=self.settings,
                                    backend=case.backend,
                                    full_disk=case.disk == "full")
-            except runner.ServerStale:
+            except forkserver.ServerStale:
                 # its view is not this run's (a combo's scratch renamed
                 # for the next, the view dropped): nothing ran, and a
                 # new server in the run's view serves it
@@ -418,7 +419,7 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
                                    settings=self.settings,
                                    backend=case.backend,
                                    full_disk=case.disk == "full")
-        except runner.ServerUnavailable:
+        except forkserver.ServerUnavailable:
             # gone under this run: it runs again, exec'd, and so do the
             # next ones of its command line
             self.close_server(refuse=True)
@@ -488,7 +489,7 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
 
     def server_for(self, combo, scratch, backend="preload"):
         """The fork server of the combo's command line and backend in this
-        process (runner.ForkServer), started on its first case here and
+        process (forkserver.ForkServer), started on its first case here and
         kept for the next combos of the same command line (a spec's
         sizes), started again if it ended after a run; None where the
         case is exec'd: --exec-each, a held case (replay runs the real
@@ -519,12 +520,12 @@ class Judge(Checking, RealPowerLoss, PartRuns, CaseResult):
             # under --fs: each run's filesystem is mounted on its work
             # directory after the server started, where a view made then
             # would not hold it.
-            self._server = runner.ForkServer(
+            self._server = forkserver.ForkServer(
                 key[1:], home=work, timeout=timeout_of(combo, self.settings),
                 backend=backend,
                 confine=[Path(scratch).parent] if self.settings.fs is None
                 else None)
-        except (runner.ServerUnavailable, runner.SetupError,
+        except (forkserver.ServerUnavailable, runner.SetupError,
                 subprocess.TimeoutExpired):
             # exec'd instead, where a SetupError is the case's to report.
             # A program our library never reached ran once, as itself,

@@ -42,7 +42,7 @@ from . import contain
 # Seconds a worker told to stop (SIGTERM) has before SIGKILL.
 STOP_WAIT = 10.0
 # Seconds a worker with no more items has to leave: its at_exit closes a
-# fork server, which has runner.CLOSE_WAIT.
+# fork server, which has forkserver.CLOSE_WAIT.
 CLOSE_WAIT = 30.0
 # Items sent ahead to a worker, in chunks: a worker never waits for the
 # parent, which may be busy with pytest's bookkeeping.
