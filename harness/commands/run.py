@@ -510,9 +510,9 @@ def sweep(argv, out):
     if status in (PYTEST_OK, PYTEST_NO_TESTS):
         return 0
     if status == PYTEST_FAILED:
-        from ..engine import plugin
+        from ..engine import sessionend
         # a case stopped by crashcheck's own scratch: a setup error
-        return 2 if plugin.SCRATCH_SHORT else 1
+        return 2 if sessionend.SCRATCH_SHORT else 1
     if status == PYTEST_USAGE:
         return 2
     if status == PYTEST_INTERRUPTED:
