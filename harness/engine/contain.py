@@ -42,8 +42,11 @@ for the end of a pipe that only crashcheck's processes hold; when they are
 all gone it kills the session's cgroup and every process whose environment
 carries the session's token (CRASHCHECK_SESSION, set in every program's
 environment), and removes the scratch directories the session registered
-(Session.remove_later). The pool's processes die with their parent
-(PR_SET_PDEATHSIG), and so does a fork server (faults/serve.c).
+(Session.remove_later). A command that ends in order looks for those
+itself first (Session.shutdown) and, finding none, tells the watchdog
+so: it then only removes what is still there. The pool's processes die
+with their parent (PR_SET_PDEATHSIG), and so does a fork server
+(faults/serve.c).
 
 The boxes are for anything that starts programs for crashcheck: runner.run,
 forkserver.ForkServer, and any other supervisor (wrap the start in
