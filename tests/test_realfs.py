@@ -459,6 +459,17 @@ def test_validation_is_sound_on_a_small_corpus(tmp_path):
     assert "UNSOUND" not in proc.stdout
 
 
+def patched_validation(script, out):
+    """scripts/validate-models as SCRIPT patches it, on ext4 alone, plain,
+    over no-dir-fsync.toml into OUT: the small run the tests of how the
+    validator fails use."""
+    return subprocess.run(
+        [PY, "-c", script.format(root=str(ROOT)), "--fs", "ext4",
+         "--variations", "plain",
+         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
+         "--out", str(out)], capture_output=True, text=True, timeout=900)
+
+
 BOLD = """
 import sys
 sys.path.insert(0, {root!r})
@@ -476,11 +487,7 @@ def test_validation_catches_a_model_that_claims_too_much(tmp_path):
     name, and the validator says which file the model got wrong."""
     need("ext4")
     out = tmp_path / "v"
-    proc = subprocess.run(
-        [PY, "-c", BOLD.format(root=str(ROOT)), "--fs", "ext4",
-         "--variations", "plain",
-         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
-         "--out", str(out)], capture_output=True, text=True, timeout=900)
+    proc = patched_validation(BOLD, out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     # the explorer's reason (explorer.admits) names the file it got wrong
     assert "UNSOUND posix on ext4: no-dir-fsync-sync-4097B @exit (plain): " \
@@ -513,11 +520,7 @@ def test_a_unit_whose_trace_was_cut_is_missed_not_judged(tmp_path):
     listed as missed, with the cut's reason, and none is judged."""
     need("ext4")
     out = tmp_path / "v"
-    proc = subprocess.run(
-        [PY, "-c", CUT.format(root=str(ROOT)), "--fs", "ext4",
-         "--variations", "plain",
-         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
-         "--out", str(out)], capture_output=True, text=True, timeout=900)
+    proc = patched_validation(CUT, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((out / "validate.json").read_text())
     assert summary["missed"] and not summary["errors"]
@@ -544,12 +547,7 @@ def test_validation_fails_when_a_baseline_raises(tmp_path):
     validation, never a quiet skip: a validator that checked nothing
     must not exit 0."""
     need("ext4")
-    proc = subprocess.run(
-        [PY, "-c", BROKEN.format(root=str(ROOT)), "--fs", "ext4",
-         "--variations", "plain",
-         "--spec", str(ROOT / "workloads" / "specs" / "no-dir-fsync.toml"),
-         "--out", str(tmp_path / "v")], capture_output=True, text=True,
-        timeout=900)
+    proc = patched_validation(BROKEN, tmp_path / "v")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "error: ext4 no-dir-fsync-sync-4097B @baseline: " \
            "ValueError: a broken baseline" in proc.stdout, proc.stdout

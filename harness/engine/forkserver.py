@@ -1,13 +1,14 @@
 """The fork server: one program exec'd once and forked for each run of
 a sweep's command line (faults/serve.c; under the system-call backend,
 faults/syscall/supervise.c serving the same protocol). A run forked here
-is what runner.run gives for the same settings: the same Run, the same
-box, limit, output capture and view; what is saved is the exec and the
-dynamic loader, most of what a short run costs.
+is what runner.run gives for the same settings: the same Run, time
+limit, output capture and view, in a box (the server's own cgroup, where
+the run is born); what is saved is the exec and the dynamic loader, most
+of what a short run costs.
 
-The runner's helpers (spawning, capture, waiting, the Run's end) are its
-own: this module is that runner's second way to start a run, kept apart
-for its protocol and its server's life.
+It uses runner.py's helpers (spawning, output capture, waiting, the
+Run's end): it is a second way to start the runner's runs, kept apart
+for its protocol with the server and the server's life.
 """
 
 import os

@@ -248,6 +248,8 @@ def spec_sectors(specs):
 
 
 def signal_name(signum):
+    """SIGTERM, SIGHUP...: how the results name the signal that stopped a
+    session."""
     try:
         return signal.Signals(signum).name
     except ValueError:
@@ -259,7 +261,7 @@ def story(tw, config, state):
     with its reproduce command, then the counts, and where the reports
     are."""
     if state.summary.get("interrupted"):
-        return          # told already (_say_interrupted)
+        return          # told already (say_interrupted)
     rerun = bool(config.getoption("--cc-case"))
     failed = [r for r in state.results if not r["passed"]]
     # what the buggy variants were caught at (a rerun of one case says
