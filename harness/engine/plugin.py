@@ -443,7 +443,8 @@ def pytest_configure(config):
             # (none of the cases was enumerated, let alone judged)
             by = state.interrupted or (
                 "SIGINT" if isinstance(e, KeyboardInterrupt) else
-                sessionend.signal_name(int(getattr(e, "returncode", 0) or 0) - 128))
+                sessionend.signal_name(
+                    int(getattr(e, "returncode", 0) or 0) - 128))
             state.selected = []
             sweep.remove_work(state.settings.work_link)
             sessionend.write_reports(config, state, [], by)
