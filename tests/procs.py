@@ -51,3 +51,14 @@ def group_members(pgid):
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             live.append(int(entry))
     return live
+
+
+def sleep_in_a_cgroup_below(what):
+    """A shell command that starts `sleep WHAT` in a session of its own,
+    moved into a cgroup the command makes below its own (as a program
+    may), and ends once it is there."""
+    return ('cg=$(sed -n "s|^0::||p" /proc/self/cgroup); '
+            'cg=$(grep -m1 " cgroup2 " /proc/self/mounts | cut -d" " -f2)$cg; '
+            'mkdir "$cg/below" && (setsid sh -c \'echo $$ > "$0/below/'
+            f'cgroup.procs"; exec sleep {what}\' "$cg" &); '
+            'until grep -q . "$cg/below/cgroup.procs"; do :; done')

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from procs import marked as _marked
+from procs import marked as _marked, sleep_in_a_cgroup_below
 
 from harness import ROOT
 from harness import calls  # noqa: E402
@@ -289,12 +289,7 @@ def test_served_runs_are_born_in_their_servers_cgroup(tmp_path, home,
     left = ["/bin/sh", "-c", f"setsid sleep 30 & echo $! > {pidfile}"]
     # a process the run moved into a cgroup of its own making, below
     # the server's: named and killed as well
-    below = ["/bin/sh", "-c",
-             'cg=$(sed -n "s|^0::||p" /proc/self/cgroup); '
-             'cg=$(grep -m1 " cgroup2 " /proc/self/mounts | cut -d" " -f2)$cg; '
-             'mkdir "$cg/below" && (setsid sh -c \'echo $$ > "$0/below/'
-             'cgroup.procs"; exec sleep 31\' "$cg" &); '
-             'until grep -q . "$cg/below/cgroup.procs"; do :; done']
+    below = ["/bin/sh", "-c", sleep_in_a_cgroup_below(31)]
     for argv, name in ((left, "(sleep 30)"), (below, "(sleep 31)")):
         server = serve(argv, home, backend=backend)
         try:

@@ -34,7 +34,7 @@ import pytest
 
 from harness import ROOT
 from harness.engine import pool
-from procs import alive, marked
+from procs import alive, marked, sleep_in_a_cgroup_below
 
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
 PYTHON = "/usr/bin/python3"
@@ -195,14 +195,8 @@ BELOW_PROBE = textwrap.dedent("""
     from harness.engine import contain, runner
     contain.own_process()
     # the program moves a process of its into a cgroup it makes below
-    # the run's, and ends once it is there
-    run = runner.run(["/bin/sh", "-c",
-                      'cg=$(sed -n "s|^0::||p" /proc/self/cgroup); '
-                      'cg=$(grep -m1 " cgroup2 " /proc/self/mounts | '
-                      'cut -d" " -f2)$cg; mkdir "$cg/below" && (setsid sh -c '
-                      '\\'echo $$ > "$0/below/cgroup.procs"; exec sleep %s\\' '
-                      '"$cg" &); until grep -q . "$cg/below/cgroup.procs"; '
-                      'do :; done' % sys.argv[2]],
+    # the run's, and ends once it is there (procs.sleep_in_a_cgroup_below)
+    run = runner.run(["/bin/sh", "-c", sys.argv[2]],
                      cwd=sys.argv[3], timeout=60, preload=False)
     print(run.status, run.outlived)
 """)
@@ -217,8 +211,8 @@ def test_a_box_names_what_outlived_it_in_a_cgroup_below(tmp_path):
     if not ok:
         pytest.skip(f"no writable cgroup v2 here: {why}")
     marker = f"1002.{os.getpid()}"
-    proc = subprocess.run([PYTHON, "-c", BELOW_PROBE, str(ROOT), marker,
-                           str(tmp_path)], capture_output=True, text=True,
+    proc = subprocess.run([PYTHON, "-c", BELOW_PROBE, str(ROOT),
+                           sleep_in_a_cgroup_below(marker), str(tmp_path)], capture_output=True, text=True,
                           timeout=120,
                           env=dict(os.environ, CRASHCHECK_CONTAIN="cgroup"))
     line, = proc.stdout.splitlines() or [proc.stderr]

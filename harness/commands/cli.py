@@ -623,8 +623,9 @@ def leave(status):
     0.4 s after its last word (a 5,000-case sweep), time the user waits
     for nothing. What the teardown would do that matters is done here:
     the threads are joined, the exit handlers run (the fork servers', the
-    session's), stdout and stderr flushed; a flush that fails (a closed
-    pipe) exits 120, as Python's own would."""
+    session's), stdout and stderr flushed; a flush that fails exits 120,
+    as Python's own would (a closed pipe does not: main() sends what is
+    left to /dev/null)."""
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
             t.join()
