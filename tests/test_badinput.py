@@ -34,7 +34,7 @@ def one_error_line(proc):
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("crashcheck: "), lines
-    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr + (proc.stdout or "")
     return lines[0]
 
 
@@ -246,3 +246,40 @@ def test_an_interrupt_is_one_line_of_ours_not_pytests(tmp_path, sig, status,
         assert noise not in out, out[-3000:]
     assert "INTERRUPTED" in out or "crashcheck: interrupted" in out, \
         out[-3000:]
+
+
+def _stdout_to_dev_full(args, tmp_path):
+    with open("/dev/full", "w") as full:
+        return subprocess.run([str(CRASHCHECK), *map(str, args)], cwd=tmp_path,
+                              stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["help", "plans"],
+                                  ["audit", "--help"]])
+def test_a_full_standard_output_is_one_line(tmp_path, args):
+    """`crashcheck --version > /dev/full` ended in argparse's OSError
+    traceback."""
+    line = one_error_line(_stdout_to_dev_full(args, tmp_path))
+    assert line == ("crashcheck: cannot write to standard output: "
+                    "No space left on device")
+
+
+def test_a_sweep_whose_standard_output_is_full_still_writes_its_reports(
+        tmp_path):
+    """The console's lines are lost, not the sweep: every case is judged
+    and the reports are there; the status says the output was lost."""
+    (tmp_path / "new").write_text("new\n")
+    out = tmp_path / "out"
+    proc = _stdout_to_dev_full(
+        ["audit", "--new", tmp_path / "new", "--faults", "eio", "--out", out,
+         "--", *CP], tmp_path)
+    lines = proc.stderr.splitlines()
+    assert lines[-1] == ("crashcheck: cannot write to standard output: "
+                         "No space left on device"), proc.stderr[-3000:]
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["summary"]["cases"] == len(results["cases"]) > 0
+    assert all(c["verdict"] for c in results["cases"])
+    assert not results["summary"]["interrupted"]

@@ -584,15 +584,61 @@ def check_files():
                          f"crashcheck needs at least {MIN_FILES}")
 
 
+class KeptStdout:
+    """sys.stdout for the length of a command, but a write or flush that
+    fails (`crashcheck run > /dev/full`: no room, a device error) is kept
+    instead of raised: the command does its work (a sweep still judges
+    every case and writes its reports), what it would still print there
+    is dropped, and main() says once on stderr what went wrong. A closed
+    pipe is not kept: BrokenPipeError goes up, as before."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.error = None
+
+    def _guard(self, action, *args):
+        if self.error is None:
+            try:
+                return action(*args)
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                self.error = e
+        return None
+
+    def write(self, text):
+        self._guard(self.stream.write, text)
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        self._guard(self.stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     contain.own_process()
     status = None
+    kept = sys.stdout = KeptStdout(sys.stdout)
     try:
         check_files()
-        status = dispatch(argv)
+        try:
+            status = dispatch(argv)
+        except SystemExit as e:     # argparse, after --help or --version
+            status = e.code
+        kept.flush()
+        if kept.error is not None:
+            print(f"{PROG}: cannot write to standard output: "
+                  f"{kept.error.strerror or kept.error}", file=sys.stderr)
+            return EXIT_USAGE
         return status
     except UsageError as e:
         status = EXIT_USAGE
@@ -615,6 +661,7 @@ def main(argv=None):
         # leaves no directory it made
         contain.shutdown()
         outdir.release_all(refused=status == EXIT_USAGE)
+        sys.stdout = kept.stream
 
 
 def leave(status):
@@ -624,8 +671,8 @@ def leave(status):
     for nothing. What the teardown would do that matters is done here:
     the threads are joined, the exit handlers run (the fork servers', the
     session's), stdout and stderr flushed; a flush that fails exits 120,
-    as Python's own would (a closed pipe does not: main() sends what is
-    left to /dev/null)."""
+    as Python's own would (main() has flushed stdout and said why it
+    failed; a closed pipe's rest it sends to /dev/null)."""
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
             t.join()

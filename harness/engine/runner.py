@@ -543,7 +543,7 @@ def _popen(argv, cwd, env, **streams):
 # Python cannot reset; glibc installs its handlers for them when it
 # needs them, so a program never notices.)
 _SPAWN_DEFAULT_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ")
     if hasattr(signal, name))
 _home = {}      # pid -> descriptor of the directory to come back to
 _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
