@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine import baseline, cases as casesmod, sampling
+from harness.engine import baseline, cases as casesmod, sampling, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASHCHECK = ROOT / "scripts" / "crashcheck"
@@ -217,6 +217,64 @@ def test_every_case_when_the_estimate_fits_the_budget():
     assert sampling.choose_sample(f, settings(budget=None))[0] is None
 
 
+def test_pilots_stand_for_the_fault_cases_of_their_class():
+    f = found(40, 30, 0.01)
+    f.fault_seconds = {"error": 1.0}
+    # the baseline and 30 crash points x 2 models at case_cost's, the
+    # 40 fault cases ("fault": an error class) at their pilots'
+    assert sampling.estimate_of([f], None, 0, 1) == \
+        pytest.approx(61 * 0.01 + 40 * 1.0)
+    assert sampling.estimate_of([f], 3, 0, 2) == \
+        pytest.approx((11 * 0.01 + 5 * 1.0) / 2)
+    # a class no pilot timed is case_cost's
+    f.fault_seconds = {"crash": 1.0}
+    assert sampling.estimate_of([f], None, 0, 1) == pytest.approx(101 * 0.01)
+
+
+def test_pilots_are_spread_over_each_class_in_trace_order():
+    def case(i, kind):
+        return casesmod.Case(id=f"c{i}", combo="c", kind=kind)
+    kinds = ["crash", "eio", "crash", "enospc", "crash"] * 4
+    f = baseline.Found([], [((k,), case(i, k)) for i, k in enumerate(kinds)])
+    pilots = sweep.pilots_of(f)
+    crash = [i for i, k in enumerate(kinds) if k == "crash"]     # 12
+    error = [i for i, k in enumerate(kinds) if k != "crash"]     # 8
+    assert [c.id for c in pilots["crash"]] == [f"c{crash[3]}", f"c{crash[9]}"]
+    assert [c.id for c in pilots["error"]] == [f"c{error[2]}", f"c{error[6]}"]
+    one = baseline.Found([], [(("a",), case(0, "eio"))])
+    assert [c.id for c in sweep.pilots_of(one)["error"]] == ["c0"]
+
+
+def test_pilots_only_where_the_budget_may_sample():
+    f = found(40, 30, 0.01)         # 101 cases of 0.01 s: 0.5 s on 2 jobs
+    assert not sampling.pilot_wanted(f, settings(jobs=2, budget=300))
+    assert sampling.pilot_wanted(f, settings(jobs=2, budget=1))
+    for kw in (dict(exhaustive=True), dict(sample=3), dict(sharded=True),
+               dict(budget=None)):
+        assert not sampling.pilot_wanted(
+            f, settings(**{"jobs": 2, "budget": 1, **kw})), kw
+    assert not sampling.pilot_wanted(found(0, 30, 0.01),
+                                     settings(jobs=2, budget=0.01))
+
+
+def test_pilots_time_real_cases_and_leave_nothing(tmp_path):
+    """dd's 300 writes, past a budget of a second: two pilots of each
+    class run as the sweep's cases do, in crashcheck's scratch, which
+    they leave as they found it; the cases are the same as without."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    doc, _ = audit_dd(tmp_path, 300, "--budget", "1", "--scratch", scratch)
+    pilots = doc["summary"]["timing"]["estimate"]["pilots"]
+    assert set(pilots) == {"dd"} and set(pilots["dd"]) == {"crash", "error"}
+    assert all(t > 0 for t in pilots["dd"].values())
+    assert list(scratch.iterdir()) == []
+    sample = doc["summary"]["run"]["grouping"]["sample"]
+    again, _ = audit_dd(tmp_path, 300, "--sample", sample, out="again")
+    assert [(c["id"], c["verdict"]) for c in doc["cases"]] == \
+        [(c["id"], c["verdict"]) for c in again["cases"]]
+    assert "pilots" not in again["summary"]["timing"]["estimate"]
+
+
 def test_past_the_budget_every_report_says_sampled(tmp_path):
     # every case of dd's 300 writes is estimated at no less than
     # CASE_OVERHEAD seconds: far past a budget of 0.1 s
@@ -261,6 +319,8 @@ def test_default_audit_runs_every_case_and_is_clean(tmp_path):
     assert by_form(doc)["=EIO"] == list(range(1, 41))
     assert doc["summary"]["clean"] is True and doc["summary"]["sampled"] is None
     assert "SAMPLED" not in r.stdout + r.stderr
+    # far inside the budget: no fault case is timed beforehand
+    assert "pilots" not in doc["summary"]["timing"]["estimate"]
 
 
 # ------------------------------------------ a defect on one call of many

@@ -175,7 +175,8 @@ def sweep_facts(config, state, meta, results, complete):
         # from one identical run to the next)
         meta["timing"]["estimate"] = {
             k: meta["grouping"].pop(k) for k in ("estimate", "estimate_kept",
-                                                 "jobs", "checker_states")
+                                                 "jobs", "checker_states",
+                                                 "pilots")
             if k in meta["grouping"]}
     except (OSError, ValueError):
         pass

@@ -34,9 +34,10 @@ from ..judging import explorer
 from .cases import Case, combos, contents, old_size, target_name
 from .execute import (ScratchFull, full_text, scratch_trouble,
                       start_tree)
-from .sampling import (case_cost, choose, choose_sample, estimate_of,
-                       sampled_line)
-from .baseline import (Found, WORK_PREFIX, backend_of, found_of, load_unseen,
+from .sampling import (PILOTS, case_cost, choose, choose_sample,
+                       estimate_of, fault_class, pilot_wanted, sampled_line)
+from .baseline import (Found, RUNS_PREFIX, WORK_PREFIX, backend_of, found_of,
+                       load_unseen,
                        record_again, record_baseline, save_globs, save_run,
                        save_unseen, timeout_of, unseen_text)
 from .checker import SERVER_AUDIT_EVERY, CheckerFailed
@@ -125,6 +126,8 @@ def combo_baseline(combo, work, settings):
         found.seconds = case_cost(took, checker, found.states or 1.0)
         if not any(c.error or c.skip for c in found.fixed):
             save_unseen(out)
+            if pilot_wanted(found, settings):
+                found.fault_seconds = pilot_seconds(combo, found, settings)
         return found
     except runner.SetupError as e:
         # a program that cannot start (not found, not executable): the
@@ -218,6 +221,11 @@ def chosen_cases(everything, work, settings, log):
               for f in everything if f.states}
     if states:
         grouping["checker_states"] = states
+    pilots = {combo_of(f): {cls: round(t, 3) for cls, t in
+                            sorted(f.fault_seconds.items())}
+              for f in everything if f.fault_seconds}
+    if pilots:
+        grouping["pilots"] = pilots
     with open(work / GROUPING_FILE, "w") as fh:
         json.dump(grouping, fh)
     if totals["cases"] > totals["kept"]:
@@ -234,6 +242,45 @@ def combo_of(found):
                              (c for _, per in found.points for c in per)):
         return c.combo
     return ""
+
+
+def pilots_of(found):
+    """{fault_class: [Case]}: PILOTS fault cases of each class of FOUND,
+    spread evenly over the class's cases in trace order (the middle one
+    for one pilot), the same on every run."""
+    by = {}
+    for _, case in found.faults:
+        by.setdefault(fault_class(case), []).append(case)
+    return {cls: [cases[(2 * i + 1) * len(cases) // (2 * PILOTS)]
+                  for i in range(min(PILOTS, len(cases)))]
+            for cls, cases in by.items()}
+
+
+def pilot_seconds(combo, found, settings):
+    """{fault_class: seconds}: the mean wall time of the pilots of FOUND
+    (pilots_of), each run and judged as the sweep's own process would,
+    served by a fork server in a scratch as long as the cases' (its
+    result is dropped: the sweep runs the case again if it keeps it). A
+    class none of whose pilots gave a verdict (each a harness-error,
+    which its case will say again) is left out: case_cost stands for
+    it."""
+    judge = Judge([combo.spec], settings)
+    judge.scratch_root = runner.make_scratch(RUNS_PREFIX)
+    seconds = {}
+    try:
+        for cls, cases in pilots_of(found).items():
+            took = []
+            for case in cases:
+                began = time.monotonic()
+                res = judge.execute(case)
+                if res.get("verdict") != "harness-error":
+                    took.append(time.monotonic() - began)
+            if took:
+                seconds[cls] = sum(took) / len(took)
+    finally:
+        judge.close_server()
+        shutil.rmtree(judge.scratch_root, ignore_errors=True)
+    return seconds
 
 
 def checker_seconds(combo, out, settings):
