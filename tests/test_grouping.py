@@ -219,7 +219,7 @@ def test_every_case_when_the_estimate_fits_the_budget():
 
 def test_pilots_stand_for_the_fault_cases_of_their_class():
     f = found(40, 30, 0.01)
-    f.fault_seconds = {"error": 1.0}
+    f.pilots = {"error": 1.0}
     # the baseline and 30 crash points x 2 models at case_cost's, the
     # 40 fault cases ("fault": an error class) at their pilots'
     assert sampling.estimate_of([f], None, 0, 1) == \
@@ -227,8 +227,15 @@ def test_pilots_stand_for_the_fault_cases_of_their_class():
     assert sampling.estimate_of([f], 3, 0, 2) == \
         pytest.approx((11 * 0.01 + 5 * 1.0) / 2)
     # a class no pilot timed is case_cost's
-    f.fault_seconds = {"crash": 1.0}
+    f.pilots = {"crash": 1.0}
     assert sampling.estimate_of([f], None, 0, 1) == pytest.approx(101 * 0.01)
+    # a crash point (both models) at its pilot's, and the trace explored
+    # once by each process that judges one
+    f.pilots = {"powerloss": 0.5, "explore": 2.0}
+    assert sampling.estimate_of([f], None, 0, 2) == \
+        pytest.approx((41 * 0.01 + 30 * 0.5 + 2 * 2.0) / 2)
+    assert sampling.estimate_of([f], 3, 0, 1) == \
+        pytest.approx(6 * 0.01 + 5 * 0.5 + 1 * 2.0)
 
 
 def test_pilots_are_spread_over_each_class_in_trace_order():
@@ -265,8 +272,10 @@ def test_pilots_time_real_cases_and_leave_nothing(tmp_path):
     scratch.mkdir()
     doc, _ = audit_dd(tmp_path, 300, "--budget", "1", "--scratch", scratch)
     pilots = doc["summary"]["timing"]["estimate"]["pilots"]
-    assert set(pilots) == {"dd"} and set(pilots["dd"]) == {"crash", "error"}
-    assert all(t > 0 for t in pilots["dd"].values())
+    assert set(pilots) == {"dd"}
+    assert set(pilots["dd"]) == {"crash", "error", "powerloss", "explore"}
+    assert all(t > 0 for k, t in pilots["dd"].items() if k != "explore")
+    assert pilots["dd"]["explore"] >= 0
     assert list(scratch.iterdir()) == []
     sample = doc["summary"]["run"]["grouping"]["sample"]
     again, _ = audit_dd(tmp_path, 300, "--sample", sample, out="again")

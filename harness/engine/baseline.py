@@ -270,7 +270,7 @@ class Found:
     calls: int = 0                              # calls of the trace the faults are aimed at
     seconds: float = 0.0                        # what one case is estimated to cost (case_cost)
     states: float = 0.0                         # crash states a case gives the checker (sweep.new_states); 0: no checker
-    fault_seconds: dict = field(default_factory=dict)  # fault_class -> a fault case's seconds, timed on pilots (sweep.pilot_seconds)
+    pilots: dict = field(default_factory=dict)  # seconds timed on pilot cases (sweep.pilot_seconds): a fault case per fault_class, "powerloss" a crash point, "explore" once per process
 
     def count(self):
         return len(self.fixed) + len(self.faults) + len(self.points) * self.models

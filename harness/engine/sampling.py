@@ -48,15 +48,19 @@ def case_cost(baseline_seconds, checker=0.0, states=1.0):
 # A fault case may cost far more than its combo's run: one whose program
 # goes on after its fault to exit has the crash states of its whole
 # trace explored and judged; one killed at its fault, or that stops
-# there, costs the run up to it. case_cost cannot tell which, so where a
-# combo's cases alone would take more than PILOT_SHARE of the budget,
-# PILOTS fault cases of each class (fault_class) are run and timed as
-# the sweep runs them, spread over its faults in trace order (sweep.
-# pilot_seconds), and their mean is what a fault case of that class is
-# estimated at. Measured 2026-12-07 on examples/apps/sqlite-scale.toml
+# there, costs the run up to it. A power-loss case runs nothing: each
+# process explores the baseline's trace once (per model), and then a
+# case judges its point's states. case_cost cannot tell these apart, so
+# where a combo's cases alone would take more than PILOT_SHARE of the
+# budget, PILOTS cases of each class of fault (fault_class) and PILOTS
+# crash points are run and timed as the sweep runs them, spread over the
+# trace (sweep.pilot_seconds): a fault case of a class is estimated at
+# its pilots' mean, a crash point at its second pilot's time (all models
+# together), and each process's exploration at what the first took more
+# than the second. Measured 2026-12-07 on examples/apps/sqlite-scale.toml
 # (every case timed under a load of 3): its cases that ran on after an
 # EIO took 5 to 10 s where case_cost said 0.77 s, those killed at their
-# call 0.02 to 1 s.
+# call 0.02 to 1 s, a power-loss case 0.3 s.
 PILOT_SHARE = 0.25
 PILOTS = 2
 
@@ -87,26 +91,38 @@ def estimate_of(everything, sample, seed, jobs):
     the fault cases of a combo with pilots, their class's mean."""
     total = 0.0
     for found in everything:
-        total += seconds_kept(found, sample)
+        total += seconds_kept(found, sample, jobs)
     return total / max(1, jobs)
 
 
-def seconds_kept(found, sample):
+def seconds_kept(found, sample, jobs=1):
     """The estimated seconds of the cases of FOUND that choose(FOUND,
-    SAMPLE) keeps."""
-    total = found.seconds * len(found.fixed)
-    for items, cost in (
-            (found.faults, lambda case: found.fault_seconds.get(
-                fault_class(case), found.seconds)),
-            (found.points, lambda cases: found.seconds * len(cases))):
-        sizes, costs = {}, {}
-        for key, item in items:
-            sizes[key] = sizes.get(key, 0) + 1
-            costs[key] = cost(item)
-        total += sum(costs[key] * (size if sample is None
-                                   else min(size, sample + 2))
-                     for key, size in sizes.items())
-    return total
+    SAMPLE) keeps, JOBS processes sharing them."""
+    point = found.pilots.get("powerloss")
+    fault = kept_seconds(found.faults, sample, lambda case: found.pilots.get(
+        fault_class(case), found.seconds))
+    if point is None:
+        points = kept_seconds(found.points, sample,
+                              lambda cases: found.seconds * len(cases))
+    else:
+        kept = kept_seconds(found.points, sample, lambda cases: 1.0)
+        # each process that judges a crash point explores the trace once
+        points = point * kept + found.pilots.get("explore", 0.0) * \
+            min(max(1, jobs), kept)
+    return found.seconds * len(found.fixed) + fault + points
+
+
+def kept_seconds(items, sample, cost):
+    """The sum of COST(item) over the (group, item) pairs of ITEMS that
+    select keeps with SAMPLE (a group is one kind of case: its first
+    item's cost stands for all)."""
+    sizes, costs = {}, {}
+    for key, item in items:
+        sizes[key] = sizes.get(key, 0) + 1
+        costs.setdefault(key, cost(item))
+    return sum(costs[key] * (size if sample is None
+                             else min(size, sample + 2))
+               for key, size in sizes.items())
 
 
 def count_kept(found, sample, seed):

@@ -127,7 +127,7 @@ def combo_baseline(combo, work, settings):
         if not any(c.error or c.skip for c in found.fixed):
             save_unseen(out)
             if pilot_wanted(found, settings):
-                found.fault_seconds = pilot_seconds(combo, found, settings)
+                found.pilots = pilot_seconds(combo, found, settings)
         return found
     except runner.SetupError as e:
         # a program that cannot start (not found, not executable): the
@@ -222,8 +222,8 @@ def chosen_cases(everything, work, settings, log):
     if states:
         grouping["checker_states"] = states
     pilots = {combo_of(f): {cls: round(t, 3) for cls, t in
-                            sorted(f.fault_seconds.items())}
-              for f in everything if f.fault_seconds}
+                            sorted(f.pilots.items())}
+              for f in everything if f.pilots}
     if pilots:
         grouping["pilots"] = pilots
     with open(work / GROUPING_FILE, "w") as fh:
@@ -244,39 +244,55 @@ def combo_of(found):
     return ""
 
 
+def spread(items, n):
+    """N of ITEMS spread evenly over them (the middle one for one), the
+    same on every run; all of them when there are no more than N."""
+    return [items[(2 * i + 1) * len(items) // (2 * n)]
+            for i in range(min(n, len(items)))]
+
+
 def pilots_of(found):
     """{fault_class: [Case]}: PILOTS fault cases of each class of FOUND,
-    spread evenly over the class's cases in trace order (the middle one
-    for one pilot), the same on every run."""
+    spread over the class's cases in trace order."""
     by = {}
     for _, case in found.faults:
         by.setdefault(fault_class(case), []).append(case)
-    return {cls: [cases[(2 * i + 1) * len(cases) // (2 * PILOTS)]
-                  for i in range(min(PILOTS, len(cases)))]
-            for cls, cases in by.items()}
+    return {cls: spread(cases, PILOTS) for cls, cases in by.items()}
 
 
 def pilot_seconds(combo, found, settings):
-    """{fault_class: seconds}: the mean wall time of the pilots of FOUND
-    (pilots_of), each run and judged as the sweep's own process would,
-    served by a fork server in a scratch as long as the cases' (its
-    result is dropped: the sweep runs the case again if it keeps it). A
-    class none of whose pilots gave a verdict (each a harness-error,
-    which its case will say again) is left out: case_cost stands for
-    it."""
+    """What the pilots of FOUND took, each run and judged as the sweep's
+    own process would (a fork server, a scratch as long as the cases'),
+    its result dropped (the sweep runs the case again if it keeps it):
+    {fault_class: the mean seconds of its pilots (pilots_of)} and, for
+    PILOTS crash points spread over the trace, "powerloss", what the
+    second point's cases (every model) took, and "explore", what the
+    first's took more (the trace explored, once a process). A pilot
+    that gave no verdict (a harness-error, which its case will say
+    again) is left out, and case_cost stands where none is left."""
     judge = Judge([combo.spec], settings)
     judge.scratch_root = runner.make_scratch(RUNS_PREFIX)
+
+    def took(case):
+        began = time.monotonic()
+        res = judge.execute(case)
+        if res.get("verdict") == "harness-error":
+            return None
+        return time.monotonic() - began
+
     seconds = {}
     try:
         for cls, cases in pilots_of(found).items():
-            took = []
-            for case in cases:
-                began = time.monotonic()
-                res = judge.execute(case)
-                if res.get("verdict") != "harness-error":
-                    took.append(time.monotonic() - began)
-            if took:
-                seconds[cls] = sum(took) / len(took)
+            times = [t for t in map(took, cases) if t is not None]
+            if times:
+                seconds[cls] = sum(times) / len(times)
+        points = spread([per for _, per in found.points], PILOTS)
+        if len(points) == PILOTS:
+            judge.want_points([c for per in points for c in per])
+            first, second = ([took(c) for c in per] for per in points)
+            if None not in first + second:
+                seconds["powerloss"] = sum(second)
+                seconds["explore"] = max(0.0, sum(first) - sum(second))
     finally:
         judge.close_server()
         shutil.rmtree(judge.scratch_root, ignore_errors=True)
