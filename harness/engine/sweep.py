@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import UsageError, size_text
+from .. import size_text
 from . import checkserver, pool, runner
 from ..judging import explorer
 from .cases import Case, combos, contents, old_size, target_name
@@ -152,15 +152,18 @@ def record_baselines(all_combos, work, settings, log):
 
     # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
-    # threads of this process would queue on one interpreter.
-    jobs = min(settings.jobs, len(all_combos))
-    if jobs > 1:
+    # threads of this process would queue on one interpreter. One alone
+    # too: what it reads (sqlite-scale's 38,000 calls) and its pilots'
+    # judging would stay in this process's heap, which every case's
+    # process is forked from (the scale recipe's peak, all processes:
+    # 2,397 MiB with its baseline and pilots here, against a goal of 2 GiB).
+    jobs = max(1, min(settings.jobs, len(all_combos)))
+    if all_combos:
         # a few at a time, as the cases go (plugin.Sweep.start_pool)
         workers, results = pool.start(baseline, range(len(all_combos)), jobs,
                                       pool.chunk_size(len(all_combos), jobs, 8))
     else:
-        workers, results = None, (_guarded(baseline, i)
-                                  for i in range(len(all_combos)))
+        workers, results = None, iter(())
     everything = []
     finished = False
     try:
@@ -485,22 +488,6 @@ def parse_size(text):
     if n < 1 << 20:
         raise ValueError(f"'{text}' is less than 1 MiB")
     return n
-
-
-def _guarded(job, item):
-    """(JOB(item), None), or (None, the traceback) where it raised: what
-    a pool gives (harness/engine/pool.py), in this process."""
-    try:
-        return job(item), None
-    except UsageError as e:
-        # a setup error (runner.SetupError) is its one line, not a
-        # traceback whose last line names the class
-        return None, str(e)
-    except Exception as e:
-        if stops_sweep(e):
-            raise
-        import traceback
-        return None, traceback.format_exc()
 
 
 def stops_sweep(e):
