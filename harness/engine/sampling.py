@@ -87,8 +87,9 @@ def pilot_wanted(found, settings):
 
 def estimate_of(everything, sample, seed, jobs):
     """Seconds of wall time the cases of EVERYTHING (Found) chosen with
-    SAMPLE take on JOBS processes, as case_cost estimates them, or, for
-    the fault cases of a combo with pilots, their class's mean."""
+    SAMPLE take on JOBS processes, as case_cost estimates them or, for a
+    combo whose cases were timed beforehand, as its pilots say
+    (seconds_kept)."""
     total = 0.0
     for found in everything:
         total += seconds_kept(found, sample, jobs)
