@@ -260,8 +260,51 @@ def test_pilots_only_where_the_budget_may_sample():
                dict(budget=None)):
         assert not sampling.pilot_wanted(
             f, settings(**{"jobs": 2, "budget": 1, **kw})), kw
-    assert not sampling.pilot_wanted(found(0, 30, 0.01),
-                                     settings(jobs=2, budget=0.01))
+    # crash points alone are timed too; a baseline alone is not
+    assert sampling.pilot_wanted(found(0, 30, 0.01),
+                                 settings(jobs=2, budget=0.01))
+    assert not sampling.pilot_wanted(found(0, 0, 0.01),
+                                     settings(jobs=2, budget=0.001))
+
+
+def test_pilots_count_every_verdict_and_stop_at_their_share(monkeypatch,
+                                                            tmp_path):
+    """A pilot that hung or whose checker failed (a harness-error) costs
+    what its case will; pilots stop once they took PILOT_SHARE of the
+    budget. A judge whose every case takes 10 s on a clock of our own."""
+    clock, ran = [0.0], []
+
+    class Judge:
+        def __init__(self, specs, settings):
+            self.scratch_root = None
+
+        def execute(self, case):
+            ran.append(case.id)
+            clock[0] += 10.0
+            return {"verdict": "harness-error"}
+
+        def want_points(self, cases):
+            pass
+
+        def close_server(self):
+            pass
+
+    monkeypatch.setattr(sweep, "Judge", Judge)
+    monkeypatch.setattr(sweep, "time", type("T", (), {
+        "monotonic": staticmethod(lambda: clock[0])}))
+    monkeypatch.setattr(sweep.runner, "make_scratch",
+                        lambda prefix: tmp_path / "pilots")
+    combo = type("C", (), {"spec": None})
+    f = found(40, 30, 0.01)
+    # 400 s: 100 s for pilots, enough for all six
+    assert sweep.pilot_seconds(combo, f, settings(jobs=2, budget=400)) == \
+        {"error": 10.0, "powerloss": 20.0, "explore": 0.0}
+    assert len(ran) == 2 + 2 * 2
+    # 36 s: 9 s for pilots, past after the first
+    ran.clear()
+    assert sweep.pilot_seconds(combo, f, settings(jobs=2, budget=36)) == \
+        {"error": 10.0}
+    assert len(ran) == 1
 
 
 def test_pilots_time_real_cases_and_leave_nothing(tmp_path):

@@ -34,7 +34,7 @@ from ..judging import explorer
 from .cases import Case, combos, contents, old_size, target_name
 from .execute import (ScratchFull, full_text, scratch_trouble,
                       start_tree)
-from .sampling import (PILOTS, case_cost, choose, choose_sample,
+from .sampling import (PILOT_SHARE, PILOTS, case_cost, choose, choose_sample,
                        estimate_of, fault_class, pilot_wanted, sampled_line)
 from .baseline import (Found, RUNS_PREFIX, WORK_PREFIX, backend_of, found_of,
                        load_unseen,
@@ -270,32 +270,38 @@ def pilot_seconds(combo, found, settings):
     {fault_class: the mean seconds of its pilots (pilots_of)} and, for
     PILOTS crash points spread over the trace, "powerloss", what the
     second point's cases (every model) took, and "explore", what the
-    first's took more (the trace explored, once a process). A pilot
-    that gave no verdict (a harness-error, which its case will say
-    again) is left out, and case_cost stands where none is left."""
+    first's took more (the trace explored, once a process). Whatever a
+    pilot's verdict (one that hung, a checker that failed), its time is
+    what its case will cost. Pilots stop once they have taken
+    PILOT_SHARE of the budget: a class not reached by then is
+    case_cost's (a pilot that hangs runs to its case's time limit)."""
     judge = Judge([combo.spec], settings)
     judge.scratch_root = runner.make_scratch(RUNS_PREFIX)
+    allowance = PILOT_SHARE * settings.budget
+    began = time.monotonic()
 
     def took(case):
-        began = time.monotonic()
-        res = judge.execute(case)
-        if res.get("verdict") == "harness-error":
-            return None
-        return time.monotonic() - began
+        start = time.monotonic()
+        judge.execute(case)
+        return time.monotonic() - start
 
     seconds = {}
     try:
         for cls, cases in pilots_of(found).items():
-            times = [t for t in map(took, cases) if t is not None]
+            times = []
+            for case in cases:
+                if time.monotonic() - began > allowance:
+                    break
+                times.append(took(case))
             if times:
                 seconds[cls] = sum(times) / len(times)
         points = spread([per for _, per in found.points], PILOTS)
-        if len(points) == PILOTS:
+        if len(points) == PILOTS and \
+                time.monotonic() - began <= allowance:
             judge.want_points([c for per in points for c in per])
             first, second = ([took(c) for c in per] for per in points)
-            if None not in first + second:
-                seconds["powerloss"] = sum(second)
-                seconds["explore"] = max(0.0, sum(first) - sum(second))
+            seconds["powerloss"] = sum(second)
+            seconds["explore"] = max(0.0, sum(first) - sum(second))
     finally:
         judge.close_server()
         shutil.rmtree(judge.scratch_root, ignore_errors=True)
