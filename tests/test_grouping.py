@@ -308,20 +308,25 @@ def test_pilots_count_every_verdict_and_stop_at_their_share(monkeypatch,
 
 
 def test_pilots_time_real_cases_and_leave_nothing(tmp_path):
-    """dd's 300 writes, past a budget of a second: two pilots of each
-    class run as the sweep's cases do, in crashcheck's scratch, which
-    they leave as they found it; the cases are the same as without."""
+    """dd's 300 writes, estimated at more than a quarter of a budget of
+    20 s (their pilots take a fraction of the 5 s they may): two pilots
+    of each kind run as the sweep's cases do, in crashcheck's scratch,
+    which they leave as they found it; the cases are the same as
+    without."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    doc, _ = audit_dd(tmp_path, 300, "--budget", "1", "--scratch", scratch)
+    doc, _ = audit_dd(tmp_path, 300, "--budget", "20", "--scratch", scratch)
     pilots = doc["summary"]["timing"]["estimate"]["pilots"]
     assert set(pilots) == {"dd"}
     assert set(pilots["dd"]) == {"crash", "error", "powerloss", "explore"}
     assert all(t > 0 for k, t in pilots["dd"].items() if k != "explore")
     assert pilots["dd"]["explore"] >= 0
     assert list(scratch.iterdir()) == []
+    # timed, every case may fit the budget, or a sample
     sample = doc["summary"]["run"]["grouping"]["sample"]
-    again, _ = audit_dd(tmp_path, 300, "--sample", sample, out="again")
+    again, _ = audit_dd(tmp_path, 300, *(["--exhaustive"] if sample is None
+                                          else ["--sample", sample]),
+                        out="again")
     assert [(c["id"], c["verdict"]) for c in doc["cases"]] == \
         [(c["id"], c["verdict"]) for c in again["cases"]]
     assert "pilots" not in again["summary"]["timing"]["estimate"]
@@ -340,9 +345,12 @@ def test_past_the_budget_every_report_says_sampled(tmp_path):
     # and the counts at the end
     err = r.stderr.splitlines()
     assert err[0].startswith("crashcheck: recording ")
-    assert err[1].startswith(f"crashcheck: {words}: every case would take "
+    # its cases timed first (pilots), said as they hold up the baselines
+    assert err[1] == (f"crashcheck: dd: timing 8 of its {g['cases']} cases "
+                      "first, for the budget's estimate (--budget)"), err
+    assert err[2].startswith(f"crashcheck: {words}: every case would take "
                              "about "), err
-    assert "past the 0.1 s budget (--budget)" in err[1]
+    assert "past the 0.1 s budget (--budget)" in err[2]
     assert f"crashcheck: {words}, 0 findings" in r.stdout
     s = doc["summary"]
     assert s["clean"] is False and s["passed"] is True

@@ -94,11 +94,12 @@ def make_work(specs, settings, all_combos):
     return work
 
 
-def combo_baseline(combo, work, settings):
+def combo_baseline(combo, work, settings, log=None):
     """The Found of one combo, its baseline recorded in WORK/<combo> (and
     saved there with what the judge reads back); runner.SetupError as a
     value, naming the spec, where its program cannot start or the
-    scratch is full (a value crosses the pool as it is)."""
+    scratch is full (a value crosses the pool as it is). LOG says
+    when its cases are timed first (pilot_seconds)."""
     scratch = work / combo.prefix
     scratch.mkdir()
     try:
@@ -127,7 +128,7 @@ def combo_baseline(combo, work, settings):
         if not any(c.error or c.skip for c in found.fixed):
             save_unseen(out)
             if pilot_wanted(found, settings):
-                found.pilots = pilot_seconds(combo, found, settings)
+                found.pilots = pilot_seconds(combo, found, settings, log)
         return found
     except runner.SetupError as e:
         # a program that cannot start (not found, not executable): the
@@ -148,7 +149,7 @@ def record_baselines(all_combos, work, settings, log):
     with what each baseline says logged; raises a combo's
     runner.SetupError."""
     def baseline(i):
-        return combo_baseline(all_combos[i], work, settings)
+        return combo_baseline(all_combos[i], work, settings, log)
 
     # In processes of their own (harness/engine/pool.py), like the cases: a
     # baseline is a run plus its trace and crash points to read, which in
@@ -224,7 +225,7 @@ def chosen_cases(everything, work, settings, log):
               for f in everything if f.states}
     if states:
         grouping["checker_states"] = states
-    pilots = {combo_of(f): {cls: round(t, 3) for cls, t in
+    pilots = {combo_of(f): {cls: round(t, 6) for cls, t in
                             sorted(f.pilots.items())}
               for f in everything if f.pilots}
     if pilots:
@@ -263,7 +264,7 @@ def pilots_of(found):
     return {cls: spread(cases, PILOTS) for cls, cases in by.items()}
 
 
-def pilot_seconds(combo, found, settings):
+def pilot_seconds(combo, found, settings, log=None):
     """What the pilots of FOUND took, each run and judged as the sweep's
     own process would (a fork server, a scratch as long as the cases'),
     its result dropped (the sweep runs the case again if it keeps it):
@@ -274,7 +275,16 @@ def pilot_seconds(combo, found, settings):
     pilot's verdict (one that hung, a checker that failed), its time is
     what its case will cost. Pilots stop once they have taken
     PILOT_SHARE of the budget: a class not reached by then is
-    case_cost's (a pilot that hangs runs to its case's time limit)."""
+    case_cost's (a pilot that hangs runs to its case's time limit).
+    LOG, where given, says so first: they hold up the baselines."""
+    faults = pilots_of(found)
+    points = spread([per for _, per in found.points], PILOTS)
+    if len(points) < PILOTS:
+        points = []
+    if log is not None:
+        n = sum(map(len, faults.values())) + sum(map(len, points))
+        log(f"crashcheck: {combo.prefix}: timing {n} of its {found.count()} "
+            "cases first, for the budget's estimate (--budget)")
     judge = Judge([combo.spec], settings)
     judge.scratch_root = runner.make_scratch(RUNS_PREFIX)
     allowance = PILOT_SHARE * settings.budget
@@ -287,7 +297,7 @@ def pilot_seconds(combo, found, settings):
 
     seconds = {}
     try:
-        for cls, cases in pilots_of(found).items():
+        for cls, cases in faults.items():
             times = []
             for case in cases:
                 if time.monotonic() - began > allowance:
@@ -295,9 +305,7 @@ def pilot_seconds(combo, found, settings):
                 times.append(took(case))
             if times:
                 seconds[cls] = sum(times) / len(times)
-        points = spread([per for _, per in found.points], PILOTS)
-        if len(points) == PILOTS and \
-                time.monotonic() - began <= allowance:
+        if points and time.monotonic() - began <= allowance:
             judge.want_points([c for per in points for c in per])
             first, second = ([took(c) for c in per] for per in points)
             seconds["powerloss"] = sum(second)
