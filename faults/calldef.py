@@ -53,6 +53,16 @@ FAILS = {
     "void": (None, None),
 }
 
+# Calls the kernel carries out whatever they return: Linux frees the
+# descriptor of a close that fails (EIO, EINTR: close(2)), so a close
+# given an injected errno is made all the same and the errno returned
+# after it (a descriptor left open would keep a pipe's reader waiting
+# for an end that never comes). Both backends take it from here: the
+# preload's wrapper (_wrapper: arm_after, which leaves libfiu's point,
+# that would fail the call without making it, alone) and the supervisor
+# (rule_fails_after in gen/hooks.h).
+FAILS_AFTER = ("close",)
+
 
 class CallsDefError(Exception):
     """calls.def cannot be read: one line saying where and why."""
@@ -347,6 +357,11 @@ def hooks(t):
         ret = "" if w.returns == "void" else \
             ", " + _decl(_hook_type(w.returns, sup), "ret")
         o.append(f"void rule_{h}_after(struct cc_rec *r{ret}{args});")
+    o += ["", "/* whether an injected errno of CALL is returned after the call ran",
+          " * (calldef.py, FAILS_AFTER) */",
+          "static inline bool rule_fails_after(int call)", "{",
+          "\treturn " + (" || ".join(f"call == CALL_{n}" for n in FAILS_AFTER)
+                         or "false") + ";", "}"]
     o += ["", "#pragma GCC visibility pop", "", "#endif", ""]
     return "\n".join(o)
 
@@ -402,11 +417,14 @@ def _wrapper(w, sup):
     if short:
         a(f"\trule_{w.hooks}_prepare(&r" + "".join(", &" + hname[n] for n in names)
           + ");")
-    a("\tinj = arm(&r);")
+    a("\tinj = arm_after(&r);" if call.name in FAILS_AFTER else "\tinj = arm(&r);")
     a("\terrno = e;")
     if void:
         a("\t(void)inj;\t/* a call that returns nothing takes no errno */")
         a(f"\tREAL({w.symbol})({down});")
+    elif call.name in FAILS_AFTER:
+        a(f"\tret = REAL({w.symbol})({down});")
+        a(f"\tif (inj)\n\t\tret = {injected};")
     else:
         a(f"\tret = inj ? {injected} : REAL({w.symbol})({down});")
     a("\te = errno;")

@@ -1141,3 +1141,20 @@ def test_a_random_temp_name_does_not_split_a_defect(tmp_path):
     assert all(len(keys) == 1 for keys in by_rule.values()), by_rule
     # no debug information: the site is the object and offset of a frame
     assert all(c["location"]["object"] == str(exe) for c in found)
+
+
+@pytest.mark.parametrize("backend", ["preload", "syscall"])
+def test_a_close_that_fails_frees_the_descriptor(tmp_path, backend):
+    """Linux frees the descriptor of a close that fails: an injected EIO
+    on close did not (libfiu's wrapper, and the supervisor, skipped the
+    call), and a shell pipeline whose writer's close failed left its
+    reader waiting for an end that never came: a false hang."""
+    exe = tmp_path / "closefail"
+    compile_c(exe, PROGS / "closefail.c")
+    proc = cc("inject", "--backend", backend, "close(victim)#1=EIO", "--",
+              exe, cwd=tmp_path, timeout=60)
+    assert proc.stdout == "close failed: Input/output error\nclosed\n", \
+        proc.stdout + proc.stderr
+    assert proc.returncode == 0
+    assert "crashcheck: fired close(victim)#1=EIO (1 call)" in proc.stderr, \
+        proc.stderr

@@ -446,10 +446,14 @@ enum sv_resume sv_entry(struct task *t, int sc, const uint64_t args[6])
 			r->fired = false;
 	if (p && p->action == PLAN_ERRNO) {
 		c->skip_ret = -p->err;
-		c->skip = r->fired = sv_skip(tid, c->skip_ret);
+		if (rule_fails_after(r->call))
+			/* the call runs; its return is replaced at the exit */
+			c->fail_after = r->fired = true;
+		else
+			c->skip = r->fired = sv_skip(tid, c->skip_ret);
 	}
 	if ((!cc.trace || r->lite) && !(p && p->action == PLAN_CRASH_AFTER) &&
-	    !rule_after_always(r)) {
+	    !rule_after_always(r) && !c->fail_after) {
 		/* nothing wanted after the call: it takes its seq now (a lite
 		 * call's line, if any, is written as the preload writes it) */
 		cc_trace_pid(tgid);
@@ -468,12 +472,12 @@ enum sv_resume sv_exit(struct task *t, long long rval)
 	struct pending *c = t->call;
 	struct cc_rec *r = &c->r;
 	const struct plan_rule *p = r->rule >= 0 ? &cc.plan.rules[r->rule] : NULL;
-	long long ret = c->skip ? c->skip_ret : rval;
+	long long ret = c->skip || c->fail_after ? c->skip_ret : rval;
 	bool crash_after = p && p->action == PLAN_CRASH_AFTER;
 	pid_t tgid = t->proc->tgid;
 
 	t->call = NULL;
-	if (c->skip)
+	if (c->skip || c->fail_after)
 		sv_set_return(t->tid, ret);
 	r->err = ret < 0 && ret >= -4095 ? (int)-ret : 0;
 	/* interrupted, to be restarted or to fail with EINTR: the program

@@ -94,6 +94,8 @@ struct pending {
 	bool skip;		/* the kernel skipped it: an injected errno, or
 				 * the supervisor made the call itself */
 	long long skip_ret;	/* then what it returns: >= 0, or -errno */
+	bool fail_after;	/* it runs, and returns skip_ret all the same
+				 * (an injected errno of rule_fails_after) */
 	int pos_fd;		/* the descriptor whose position before the call */
 	long long pos;		/* is this (read with its flags), -1 = unknown */
 	struct iovec *iov;	/* a vector write's vector, as read at the entry */
