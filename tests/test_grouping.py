@@ -229,6 +229,12 @@ def test_pilots_stand_for_the_fault_cases_of_their_class():
     # a class no pilot timed is case_cost's
     f.pilots = {"crash": 1.0}
     assert sampling.estimate_of([f], None, 0, 1) == pytest.approx(101 * 0.01)
+    # pilots are timed without their checker: a case is charged its share
+    # of the checker's answers beside them (Found.judged)
+    f.pilots, f.judged = {"error": 1.0, "powerloss": 0.5}, 0.25
+    assert sampling.estimate_of([f], None, 0, 1) == \
+        pytest.approx(0.01 + 40 * 1.25 + 30 * (0.5 + 2 * 0.25))
+    f.judged = 0.0
     # a crash point (both models) at its pilot's, and the trace explored
     # once by each process that judges one
     f.pilots = {"powerloss": 0.5, "explore": 2.0}
@@ -288,6 +294,11 @@ def test_pilots_count_every_verdict_and_stop_at_their_share(monkeypatch,
 
         def close_server(self):
             pass
+
+        def run_checker(self, *args):
+            pass
+
+        check = run_checker
 
     monkeypatch.setattr(sweep, "Judge", Judge)
     monkeypatch.setattr(sweep, "time", type("T", (), {

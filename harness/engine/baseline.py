@@ -270,6 +270,7 @@ class Found:
     calls: int = 0                              # calls of the trace the faults are aimed at
     seconds: float = 0.0                        # what one case is estimated to cost (case_cost)
     states: float = 0.0                         # crash states a case gives the checker (sweep.new_states); 0: no checker
+    judged: float = 0.0                         # a case's share of its checker's answers (sampling.checker_cost)
     pilots: dict = field(default_factory=dict)  # seconds timed on pilot cases (sweep.pilot_seconds): a fault case per fault_class, "powerloss" a crash point, "explore" once per process
 
     def count(self):

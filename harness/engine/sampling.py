@@ -41,8 +41,14 @@ def case_cost(baseline_seconds, checker=0.0, states=1.0):
     to those the sweep has judged (the checker runs once per distinct
     state; sweep.new_states): a checker of half a second outweighs
     everything else a case costs."""
-    judged = (checker + STATE_OVERHEAD) * states if checker else 0.0
-    return CASE_OVERHEAD + CASE_FACTOR * baseline_seconds + judged
+    return CASE_OVERHEAD + CASE_FACTOR * baseline_seconds + \
+        checker_cost(checker, states)
+
+
+def checker_cost(checker, states):
+    """A case's share of its checker's answers (case_cost): CHECKER
+    seconds an answer for each of the STATES crash states it adds."""
+    return (checker + STATE_OVERHEAD) * states if checker else 0.0
 
 
 # A fault case may cost far more than its combo's run: one whose program
@@ -57,7 +63,12 @@ def case_cost(baseline_seconds, checker=0.0, states=1.0):
 # trace (sweep.pilot_seconds): a fault case of a class is estimated at
 # its pilots' mean, a crash point at its second pilot's time (all models
 # together), and each process's exploration at what the first took more
-# than the second. Measured 2026-12-07 on examples/apps/sqlite-scale.toml
+# than the second, each less the time its checker took, for which a
+# case is charged its share of the checker's answers as case_cost does
+# (Found.judged): the pilots are the first cases judged, and pay for
+# every state, which the sweep's later cases mostly find answered (git:
+# pilots with their checker's time estimated every case at 7 min 16 s,
+# for 3 min 48 s). Measured 2026-12-07 on examples/apps/sqlite-scale.toml
 # (every case timed under a load of 3): its cases that ran on after an
 # EIO took 5 to 10 s where case_cost said 0.77 s, those killed at their
 # call 0.02 to 1 s, a power-loss case 0.3 s.
@@ -101,16 +112,20 @@ def seconds_kept(found, sample, jobs=1):
     """The estimated seconds of the cases of FOUND that choose(FOUND,
     SAMPLE) keeps, JOBS processes sharing them."""
     point = found.pilots.get("powerloss")
-    fault = kept_seconds(found.faults, sample, lambda case: found.pilots.get(
-        fault_class(case), found.seconds))
+    fault = kept_seconds(
+        found.faults, sample,
+        lambda case: found.pilots[fault_class(case)] + found.judged
+        if fault_class(case) in found.pilots else found.seconds)
     if point is None:
         points = kept_seconds(found.points, sample,
                               lambda cases: found.seconds * len(cases))
     else:
+        points = kept_seconds(
+            found.points, sample,
+            lambda cases: point + found.judged * len(cases))
         kept = kept_seconds(found.points, sample, lambda cases: 1.0)
         # each process that judges a crash point explores the trace once
-        points = point * kept + found.pilots.get("explore", 0.0) * \
-            min(max(1, jobs), kept)
+        points += found.pilots.get("explore", 0.0) * min(max(1, jobs), kept)
     return found.seconds * len(found.fixed) + fault + points
 
 

@@ -34,7 +34,7 @@ from ..judging import explorer
 from .cases import Case, combos, contents, old_size, target_name
 from .execute import (ScratchFull, full_text, scratch_trouble,
                       start_tree)
-from .sampling import (PILOT_SHARE, PILOTS, case_cost, choose, choose_sample,
+from .sampling import (PILOT_SHARE, PILOTS, case_cost, checker_cost, choose, choose_sample,
                        estimate_of, fault_class, pilot_wanted, sampled_line)
 from .baseline import (Found, RUNS_PREFIX, WORK_PREFIX, backend_of, found_of,
                        load_unseen,
@@ -125,6 +125,7 @@ def combo_baseline(combo, work, settings, log=None):
         if checker:
             found.states = new_states(combo, out, settings, found)
         found.seconds = case_cost(took, checker, found.states or 1.0)
+        found.judged = checker_cost(checker, found.states or 1.0)
         if not any(c.error or c.skip for c in found.fixed):
             save_unseen(out)
             if pilot_wanted(found, settings):
@@ -271,7 +272,8 @@ def pilot_seconds(combo, found, settings, log=None):
     {fault_class: the mean seconds of its pilots (pilots_of)} and, for
     PILOTS crash points spread over the trace, "powerloss", what the
     second point's cases (every model) took, and "explore", what the
-    first's took more (the trace explored, once a process). Whatever a
+    first's took more (the trace explored, once a process), each less
+    what its checker took (sampling.PILOT_SHARE says why). Whatever a
     pilot's verdict (one that hung, a checker that failed), its time is
     what its case will cost. Pilots stop once they have taken
     PILOT_SHARE of the budget: a class not reached by then is
@@ -290,10 +292,28 @@ def pilot_seconds(combo, found, settings, log=None):
     allowance = PILOT_SHARE * settings.budget
     began = time.monotonic()
 
+    checking = [0, 0.0]     # calls of the checker under way, seconds in it
+
+    def timed(method):
+        def call(*args, **kwargs):
+            checking[0] += 1
+            start = time.monotonic()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                checking[0] -= 1
+                if not checking[0]:
+                    checking[1] += time.monotonic() - start
+        return call
+
+    # the checker's time, apart: a case is charged its share of it
+    judge.run_checker = timed(judge.run_checker)
+    judge.check = timed(judge.check)
+
     def took(case):
-        start = time.monotonic()
+        start, checked = time.monotonic(), checking[1]
         judge.execute(case)
-        return time.monotonic() - start
+        return time.monotonic() - start - (checking[1] - checked)
 
     seconds = {}
     try:
