@@ -181,12 +181,13 @@ def found(n_faults, n_points, seconds, models=2):
         models=models, seconds=seconds)
 
 
-def test_count_kept_is_what_choose_keeps():
+def test_the_estimate_counts_what_choose_keeps():
     f = found(40, 30, 0.01)
     for sample in (None, 0, 1, 3, 17, 38, 100):
-        assert sampling.count_kept(f, sample, 0) == \
-            len(sampling.choose(f, sample, 0)), sample
-    assert sampling.count_kept(f, None, 0) == 1 + 40 + 30 * 2
+        assert sampling.seconds_kept(f, sample) == \
+            pytest.approx(0.01 * len(sampling.choose(f, sample, 0))), sample
+    assert sampling.seconds_kept(f, None) == \
+        pytest.approx(0.01 * (1 + 40 + 30 * 2))
     # a model's cases, then the next model's
     kinds = [c.kind for c in sampling.choose(f, 3, 0)]
     assert kinds == ["baseline"] + ["fault"] * 5 + ["m0"] * 5 + ["m1"] * 5

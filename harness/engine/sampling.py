@@ -142,20 +142,6 @@ def kept_seconds(items, sample, cost):
                for key, size in sizes.items())
 
 
-def count_kept(found, sample, seed):
-    """How many cases choose(FOUND, SAMPLE, SEED) keeps, without making
-    them."""
-    if sample is None:
-        return found.count()
-    n = len(found.fixed)
-    for items, per in ((found.faults, 1), (found.points, found.models)):
-        sizes = {}
-        for key, _ in items:
-            sizes[key] = sizes.get(key, 0) + 1
-        n += per * sum(min(size, sample + 2) for size in sizes.values())
-    return n
-
-
 def choose_sample(everything, settings):
     """(sample, estimate): how many cases of each group run between its
     first and last (None: every case) and the seconds every case would
