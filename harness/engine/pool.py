@@ -37,7 +37,7 @@ import time
 import traceback
 import warnings
 
-from . import contain
+from . import confine, contain
 
 # Seconds a worker told to stop (SIGTERM) has before SIGKILL.
 STOP_WAIT = 10.0
@@ -298,6 +298,9 @@ class Pool:
                 if not data:
                     if self.at_exit is not None:
                         self.at_exit()
+                    # its confined runs' view directory (made in this
+                    # process; the exit below runs no atexit handler)
+                    confine.shutdown()
                     return 0
                 buf += data
             chunk = pickle.loads(buf[_HEAD.size:_HEAD.size + size])
