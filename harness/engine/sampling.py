@@ -86,14 +86,15 @@ def fault_class(case):
 def pilot_wanted(found, settings):
     """Whether FOUND's cases are worth timing (sweep.pilot_seconds): the
     sweep may be sampled (a budget, no --exhaustive, --sample or
-    --shard), the combo has fault cases or crash points, and case_cost
-    puts its cases past PILOT_SHARE of the budget on the sweep's jobs."""
+    --shard), the combo has fault cases or crash points, and the estimate
+    (case_cost's, none timed yet) puts its cases past PILOT_SHARE of the
+    budget on the sweep's jobs."""
     if settings.exhaustive or settings.sample is not None or \
             settings.sharded or not settings.budget or \
             not (found.faults or found.points):
         return False
-    jobs = settings.spread or settings.jobs
-    return found.seconds * found.count() / max(1, jobs) > \
+    return estimate_of([found], None, settings.seed,
+                       settings.spread or settings.jobs) > \
         PILOT_SHARE * settings.budget
 
 

@@ -34,12 +34,12 @@ from ..judging import explorer
 from .cases import Case, combos, contents, old_size, target_name
 from .execute import (ScratchFull, full_text, scratch_trouble,
                       start_tree)
-from .sampling import (PILOT_SHARE, PILOTS, case_cost, checker_cost, choose, choose_sample,
-                       estimate_of, fault_class, pilot_wanted, sampled_line)
+from .sampling import (PILOT_SHARE, PILOTS, case_cost, checker_cost, choose,
+                       choose_sample, estimate_of, fault_class, pilot_wanted,
+                       sampled_line)
 from .baseline import (Found, RUNS_PREFIX, WORK_PREFIX, backend_of, found_of,
-                       load_unseen,
-                       record_again, record_baseline, save_globs, save_run,
-                       save_unseen, timeout_of, unseen_text)
+                       load_unseen, record_again, record_baseline, save_globs,
+                       save_run, save_unseen, timeout_of, unseen_text)
 from .checker import SERVER_AUDIT_EVERY, CheckerFailed
 from .judge import Judge
 
@@ -159,13 +159,12 @@ def record_baselines(all_combos, work, settings, log):
     # judging would stay in this process's heap, which every case's
     # process is forked from (the scale recipe's peak, all processes:
     # 2,397 MiB with its baseline and pilots here, against a goal of 2 GiB).
+    if not all_combos:
+        return []
     jobs = max(1, min(settings.jobs, len(all_combos)))
-    if all_combos:
-        # a few at a time, as the cases go (plugin.Sweep.start_pool)
-        workers, results = pool.start(baseline, range(len(all_combos)), jobs,
-                                      pool.chunk_size(len(all_combos), jobs, 8))
-    else:
-        workers, results = None, iter(())
+    # a few at a time, as the cases go (plugin.Sweep.start_pool)
+    workers, results = pool.start(baseline, range(len(all_combos)), jobs,
+                                  pool.chunk_size(len(all_combos), jobs, 8))
     everything = []
     finished = False
     try:
@@ -173,8 +172,7 @@ def record_baselines(all_combos, work, settings, log):
             everything.append(baseline_said(combo, found, error, work, log))
         finished = True
     finally:
-        if workers is not None:
-            pool.stop(workers, finished)
+        pool.stop(workers, finished)
     return everything
 
 
